@@ -1,0 +1,98 @@
+/* Strata's C API. Every call returns a strataResult_t; on failure
+ * strataGetLastError() returns a message naming the cause (thread-local).
+ * A collective's last argument, `request`, may be NULL for a blocking call; otherwise
+ * the call returns at once and *request must be passed to strataWait/strataTest. */
+#ifndef STRATA_H_
+#define STRATA_H_
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  strataSuccess = 0,
+  strataInvalidArgument = 1,
+  strataInvalidUsage = 2,
+  strataRemoteError = 3,
+  strataTimeout = 4,
+  strataSystemError = 5,
+  strataInternalError = 6,
+  strataInProgress = 7 /* strataTest: not finished yet */
+} strataResult_t;
+
+typedef enum {
+  strataInt8 = 0,
+  strataUint8 = 1,
+  strataInt32 = 2,
+  strataUint32 = 3,
+  strataInt64 = 4,
+  strataUint64 = 5,
+  strataFloat16 = 6,
+  strataBfloat16 = 7,
+  strataFloat32 = 8,
+  strataFloat64 = 9
+} strataDataType_t;
+
+typedef enum { strataSum = 0, strataProd = 1, strataMax = 2, strataMin = 3, strataAvg = 4 } strataRedOp_t;
+
+#define STRATA_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[STRATA_UNIQUE_ID_BYTES];
+} strataUniqueId;
+
+typedef struct strataComm* strataComm_t;
+typedef struct strataRequest* strataRequest_t;
+
+#define STRATA_SPLIT_NOCOLOR (-1)
+
+const char* strataGetErrorString(strataResult_t result);
+const char* strataGetLastError(void);
+
+strataResult_t strataGetUniqueId(strataUniqueId* id);
+strataResult_t strataCommInitRank(strataComm_t* comm, int nranks, strataUniqueId id, int rank);
+strataResult_t strataCommInitFromEnv(strataComm_t* comm);
+/* color == STRATA_SPLIT_NOCOLOR gives *newcomm = NULL. */
+strataResult_t strataCommSplit(strataComm_t comm, int color, int key, strataComm_t* newcomm);
+strataResult_t strataCommDestroy(strataComm_t comm);
+strataResult_t strataCommAbort(strataComm_t comm);
+strataResult_t strataCommRank(strataComm_t comm, int* rank);
+strataResult_t strataCommCount(strataComm_t comm, int* count);
+
+strataResult_t strataAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                               strataDataType_t datatype, strataRedOp_t op, strataComm_t comm,
+                               strataRequest_t* request);
+strataResult_t strataReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                   strataDataType_t datatype, strataRedOp_t op, strataComm_t comm,
+                                   strataRequest_t* request);
+strataResult_t strataAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                               strataDataType_t datatype, strataComm_t comm,
+                               strataRequest_t* request);
+strataResult_t strataBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                               strataDataType_t datatype, int root, strataComm_t comm,
+                               strataRequest_t* request);
+strataResult_t strataReduce(const void* sendbuff, void* recvbuff, size_t count,
+                            strataDataType_t datatype, strataRedOp_t op, int root,
+                            strataComm_t comm, strataRequest_t* request);
+strataResult_t strataAllToAll(const void* sendbuff, void* recvbuff, size_t count,
+                              strataDataType_t datatype, strataComm_t comm,
+                              strataRequest_t* request);
+strataResult_t strataBarrier(strataComm_t comm, strataRequest_t* request);
+strataResult_t strataSend(const void* buff, size_t count, strataDataType_t datatype, int peer,
+                          strataComm_t comm, strataRequest_t* request);
+strataResult_t strataRecv(void* buff, size_t count, strataDataType_t datatype, int peer,
+                          strataComm_t comm, strataRequest_t* request);
+strataResult_t strataGroupStart(strataComm_t comm);
+strataResult_t strataGroupEnd(strataComm_t comm, strataRequest_t* request);
+
+/* Both release the request once it has completed (successfully or not). strataTest
+ * returns strataInProgress while the operation runs. */
+strataResult_t strataWait(strataRequest_t request);
+strataResult_t strataTest(strataRequest_t request);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* STRATA_H_ */

@@ -1,0 +1,124 @@
+// Strata's C++ API: a communicator and its collectives on host memory.
+//
+//   strata::Comm comm = strata::Comm::init_from_env();   // STRATA_RANK, STRATA_WORLD_SIZE, STRATA_ROOT
+//   comm.all_reduce(buf, buf, n, strata::DataType::float32, strata::ReduceOp::sum);
+//   comm.destroy();
+//
+// Semantics follow NCCL: every rank of a communicator calls the same collectives in the
+// same order with matching count/type/op/root; point-to-point calls match in the order
+// they are posted. Buffers are host memory. Operations on one communicator execute in the
+// order they were issued; an `_async` call returns at once with a Request.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "strata/error.hpp"
+#include "strata/types.hpp"
+
+namespace strata {
+
+// The root's address plus a random secret; rank 0 makes it, every rank receives a copy
+// out of band (MPI_Bcast, a file, ...). Opaque, 128 bytes, trivially copyable.
+struct UniqueId {
+  std::array<uint8_t, 128> bytes{};
+};
+
+// Starts a bootstrap root in this process (a thread that lives until all ranks of the
+// job have joined, or STRATA_TIMEOUT passes) and returns its id. The root listens on
+// the interface named by STRATA_SOCKET_IFNAME, else the first non-loopback interface
+// that is up, else loopback.
+UniqueId get_unique_id();
+
+class Request;
+struct CommState;
+
+// A handle: copies refer to the same communicator. A default-constructed Comm is null.
+class Comm {
+ public:
+  Comm() = default;
+
+  // Collective over the `nranks` callers that pass the same id.
+  static Comm init_rank(int nranks, const UniqueId& id, int rank);
+  // From STRATA_RANK, STRATA_WORLD_SIZE, STRATA_ROOT=host:port and STRATA_SECRET (hex);
+  // rank 0 runs the bootstrap root on STRATA_ROOT's port.
+  static Comm init_from_env();
+
+  bool valid() const { return state_ != nullptr; }
+  int rank() const;
+  int size() const;
+
+  // Collective over this communicator. Ranks with the same color form a new
+  // communicator, ordered by (key, old rank). color < 0 returns a null Comm.
+  Comm split(int color, int key);
+
+  // Finishes queued operations, tells peers this rank is leaving, releases everything.
+  // Any later call on this communicator throws InvalidUsage.
+  void destroy();
+  // Local and non-collective: fails queued and running operations (their waiters get an
+  // error), closes connections so peers see this rank leave. Later calls throw.
+  void abort();
+
+  // ---- collectives; each blocking call equals `..._async(...).wait()` ----
+  // In-place when send == recv (all_gather: send == recv + rank*sendcount;
+  // reduce_scatter: recv == send + rank*recvcount).
+  Request all_reduce_async(const void* send, void* recv, size_t count, DataType type, ReduceOp op);
+  Request reduce_scatter_async(const void* send, void* recv, size_t recvcount, DataType type,
+                               ReduceOp op);
+  Request all_gather_async(const void* send, void* recv, size_t sendcount, DataType type);
+  // `send` is read on the root only; `recv` is written on every rank.
+  Request broadcast_async(const void* send, void* recv, size_t count, DataType type, int root);
+  // `recv` is written on the root only (may be null elsewhere).
+  Request reduce_async(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+                       int root);
+  // `count` elements go to each rank: send and recv hold size()*count elements.
+  Request all_to_all_async(const void* send, void* recv, size_t count, DataType type);
+  Request barrier_async();
+  Request send_async(const void* buf, size_t count, DataType type, int peer);
+  Request recv_async(void* buf, size_t count, DataType type, int peer);
+
+  void all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op);
+  void reduce_scatter(const void* send, void* recv, size_t recvcount, DataType type, ReduceOp op);
+  void all_gather(const void* send, void* recv, size_t sendcount, DataType type);
+  void broadcast(const void* send, void* recv, size_t count, DataType type, int root);
+  void reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root);
+  void all_to_all(const void* send, void* recv, size_t count, DataType type);
+  void barrier();
+  void send(const void* buf, size_t count, DataType type, int peer);
+  void recv(void* buf, size_t count, DataType type, int peer);
+
+  // Grouped point-to-point: between group_start() and group_end(), send/recv (and their
+  // _async forms, which then return an empty Request) only record the operation; group_end
+  // posts them all at once so that a pipeline stage can send and receive without deadlock.
+  // Within a group a rank may send to and receive from itself. Groups nest.
+  void group_start();
+  void group_end();
+  Request group_end_async();
+
+ private:
+  explicit Comm(std::shared_ptr<CommState> s) : state_(std::move(s)) {}
+  CommState& checked() const;
+  std::shared_ptr<CommState> state_;
+  friend struct CommState;
+};
+
+// Completion of one operation. wait() throws the operation's error, if any.
+class Request {
+ public:
+  Request() = default;
+  bool valid() const { return op_ != nullptr; }
+  void wait();
+  bool test();  // true when complete (and then throws like wait() if it failed)
+
+  struct Op;
+
+ private:
+  explicit Request(std::shared_ptr<Op> op) : op_(std::move(op)) {}
+  std::shared_ptr<Op> op_;
+  friend struct CommState;
+};
+
+}  // namespace strata
