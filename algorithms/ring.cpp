@@ -1,0 +1,147 @@
+// Ring algorithms (bandwidth-optimal): each rank talks to its two neighbours only.
+// Broadcast and reduce use the ring as a pipelined chain from/to the root.
+#include "algorithms/algorithms.hpp"
+
+namespace strata {
+
+namespace {
+
+// In-place ring reduce-scatter then all-gather on the output buffer.
+Plan all_reduce(const CollArgs& a) {
+  Plan p;
+  p.algo = "ring";
+  const int n = a.nranks, r = a.rank, next = mod(r + 1, n), prev = mod(r - 1, n);
+  auto blk = [&](int i) { return Ref{Buf::output, block_begin(a.count, n, mod(i, n))}; };
+  auto len = [&](int i) { return block_size(a.count, n, mod(i, n)); };
+  p.new_round();
+  p.copy({Buf::input, 0}, {Buf::output, 0}, a.count);
+  for (int s = 0; s < n - 1; ++s) {
+    if (s) p.new_round();
+    p.send(next, blk(r - s), len(r - s));
+    p.recv_reduce(prev, blk(r - s - 1), len(r - s - 1));
+  }
+  // This rank now owns the reduced block r+1.
+  for (int s = 0; s < n - 1; ++s) {
+    p.new_round();
+    if (s == 0) p.finalize(blk(r + 1), len(r + 1));
+    p.send(next, blk(r + 1 - s), len(r + 1 - s));
+    p.recv(prev, blk(r - s), len(r - s));
+  }
+  if (n == 1) p.finalize(blk(0), a.count);
+  return p;
+}
+
+// Block b travels the ring accumulating; it ends fully reduced on rank b. Two scratch
+// accumulators alternate: one is sent while the other receives.
+Plan reduce_scatter(const CollArgs& a) {
+  Plan p;
+  p.algo = "ring";
+  const int n = a.nranks, r = a.rank, next = mod(r + 1, n), prev = mod(r - 1, n);
+  const size_t c = a.count;
+  auto in = [&](int b) { return Ref{Buf::input, static_cast<size_t>(mod(b, n)) * c}; };
+  auto acc = [&](int s) { return Ref{Buf::scratch, static_cast<size_t>(s % 2) * c}; };
+  p.need_scratch(2 * c);
+  p.new_round();
+  if (n == 1) {
+    p.copy(in(0), {Buf::output, 0}, c);
+    p.finalize({Buf::output, 0}, c);
+    return p;
+  }
+  for (int s = 0; s < n - 1; ++s) {
+    if (s) p.new_round();
+    bool last = s == n - 2;
+    Ref into = last ? Ref{Buf::output, 0} : acc(s);
+    p.copy(in(r - s - 2), into, c);
+    p.send(next, s == 0 ? in(r - 1) : acc(s - 1), c);
+    p.recv_reduce(prev, into, c);
+  }
+  p.new_round();
+  p.finalize({Buf::output, 0}, c);
+  return p;
+}
+
+Plan all_gather(const CollArgs& a) {
+  Plan p;
+  p.algo = "ring";
+  const int n = a.nranks, r = a.rank, next = mod(r + 1, n), prev = mod(r - 1, n);
+  const size_t c = a.count;
+  auto slot = [&](int b) { return Ref{Buf::output, static_cast<size_t>(mod(b, n)) * c}; };
+  p.new_round();
+  p.copy({Buf::input, 0}, slot(r), c);
+  for (int s = 0; s < n - 1; ++s) {
+    if (s) p.new_round();
+    p.send(next, slot(r - s), c);
+    p.recv(prev, slot(r - s - 1), c);
+  }
+  return p;
+}
+
+// Chain from the root: position i (distance from the root along the ring) receives chunk
+// k in round k+i-1 and forwards it in round k+i.
+Plan broadcast(const CollArgs& a) {
+  Plan p;
+  p.algo = "ring";
+  const int n = a.nranks, pos = mod(a.rank - a.root, n);
+  const int next = mod(a.rank + 1, n), prev = mod(a.rank - 1, n);
+  const size_t chunk = std::max<size_t>(a.chunk_count, 1);
+  const size_t nchunks = (a.count + chunk - 1) / chunk;
+  auto at = [&](size_t k) { return Ref{Buf::output, k * chunk}; };
+  auto len = [&](size_t k) { return std::min(chunk, a.count - k * chunk); };
+  p.new_round();
+  if (pos == 0) p.copy({Buf::input, 0}, {Buf::output, 0}, a.count);
+  if (n == 1) return p;
+  size_t rounds = nchunks + static_cast<size_t>(n) - 2;
+  for (size_t t = 0; t < rounds; ++t) {
+    if (t) p.new_round();
+    // receive chunk t-pos+1, send chunk t-pos
+    if (pos > 0 && t + 1 >= static_cast<size_t>(pos) && t + 1 - pos < nchunks) p.recv(prev, at(t + 1 - pos), len(t + 1 - pos));
+    if (pos < n - 1 && t >= static_cast<size_t>(pos) && t - pos < nchunks) p.send(next, at(t - pos), len(t - pos));
+  }
+  return p;
+}
+
+// Chain towards the root: data flows from the rank before the root (position n-1) down the
+// positions to the root; d is the distance from that tail. Position d receives chunk k in round
+// k+d-1 (reducing into its accumulator) and forwards it in round k+d.
+Plan reduce(const CollArgs& a) {
+  Plan p;
+  p.algo = "ring";
+  const int n = a.nranks, pos = mod(a.rank - a.root, n);
+  const int d = n - 1 - pos;  // the root is the chain's head, distance n-1 from its tail
+  const int to = mod(a.rank - 1, n), from = mod(a.rank + 1, n);
+  const bool root = pos == 0;
+  const Buf accb = root ? Buf::output : Buf::scratch;
+  if (!root) p.need_scratch(a.count);
+  const size_t chunk = std::max<size_t>(a.chunk_count, 1);
+  const size_t nchunks = (a.count + chunk - 1) / chunk;
+  auto at = [&](size_t k) { return Ref{accb, k * chunk}; };
+  auto len = [&](size_t k) { return std::min(chunk, a.count - k * chunk); };
+  p.new_round();
+  p.copy({Buf::input, 0}, {accb, 0}, a.count);
+  size_t rounds = nchunks + static_cast<size_t>(n) - 2;
+  for (size_t t = 0; n > 1 && t < rounds; ++t) {
+    if (t) p.new_round();
+    if (d > 0 && t + 1 >= static_cast<size_t>(d) && t + 1 - d < nchunks) p.recv_reduce(from, at(t + 1 - d), len(t + 1 - d));
+    if (!root && t >= static_cast<size_t>(d) && t - d < nchunks) p.send(to, at(t - d), len(t - d));
+  }
+  if (root) {
+    p.new_round();
+    p.finalize({Buf::output, 0}, a.count);
+  }
+  return p;
+}
+
+}  // namespace
+
+Plan ring_plan(const CollArgs& a) {
+  switch (a.coll) {
+    case Collective::all_reduce: return all_reduce(a);
+    case Collective::reduce_scatter: return reduce_scatter(a);
+    case Collective::all_gather: return all_gather(a);
+    case Collective::broadcast: return broadcast(a);
+    case Collective::reduce: return reduce(a);
+    default: return {};
+  }
+}
+
+}  // namespace strata

@@ -1,0 +1,76 @@
+#include "algorithms/algorithms.hpp"
+
+#include "strata/error.hpp"
+
+namespace strata {
+
+const char* name(Collective c) {
+  switch (c) {
+    case Collective::all_reduce: return "all_reduce";
+    case Collective::reduce_scatter: return "reduce_scatter";
+    case Collective::all_gather: return "all_gather";
+    case Collective::broadcast: return "broadcast";
+    case Collective::reduce: return "reduce";
+    case Collective::all_to_all: return "all_to_all";
+    case Collective::barrier: return "barrier";
+  }
+  return "?";
+}
+
+const char* name(Algo a) {
+  switch (a) {
+    case Algo::ring: return "ring";
+    case Algo::tree: return "tree";
+    case Algo::recursive_doubling: return "recursive_doubling";
+    case Algo::direct: return "direct";
+  }
+  return "?";
+}
+
+bool supports(Algo algo, Collective coll) {
+  switch (algo) {
+    case Algo::ring:
+      return coll == Collective::all_reduce || coll == Collective::reduce_scatter || coll == Collective::all_gather ||
+             coll == Collective::broadcast || coll == Collective::reduce;
+    case Algo::tree: return coll == Collective::broadcast || coll == Collective::reduce;
+    case Algo::recursive_doubling: return coll == Collective::all_reduce;
+    case Algo::direct:
+      return coll == Collective::all_reduce || coll == Collective::reduce_scatter || coll == Collective::all_gather ||
+             coll == Collective::all_to_all || coll == Collective::barrier;
+  }
+  return false;
+}
+
+Algo default_algo(const CollArgs& a) {
+  // Bytes that cross the busiest link in the bandwidth-optimal algorithm.
+  size_t bytes = a.count * a.elem_size;
+  switch (a.coll) {
+    case Collective::all_reduce:
+      if (bytes <= 4096 && a.nranks <= 4) return Algo::direct;
+      return bytes < (64 << 10) ? Algo::recursive_doubling : Algo::ring;
+    case Collective::reduce_scatter:
+    case Collective::all_gather:
+      return bytes * static_cast<size_t>(a.nranks) < (64 << 10) ? Algo::direct : Algo::ring;
+    case Collective::broadcast:
+    case Collective::reduce:
+      return bytes < (64 << 10) ? Algo::tree : Algo::ring;
+    case Collective::all_to_all:
+    case Collective::barrier:
+      return Algo::direct;
+  }
+  return Algo::ring;
+}
+
+Plan build_plan(Algo algo, const CollArgs& a) {
+  if (!supports(algo, a.coll))
+    throw InternalError(std::string("algorithm ") + name(algo) + " does not implement " + name(a.coll));
+  switch (algo) {
+    case Algo::ring: return ring_plan(a);
+    case Algo::tree: return tree_plan(a);
+    case Algo::recursive_doubling: return recursive_doubling_plan(a);
+    case Algo::direct: return direct_plan(a);
+  }
+  return {};
+}
+
+}  // namespace strata

@@ -1,0 +1,272 @@
+// The C API: a thin layer over the C++ one that turns exceptions into result codes and a
+// thread-local last-error string, and refuses handles that were already destroyed.
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+
+#include "strata.h"
+#include "strata/strata.hpp"
+
+struct strataComm {
+  strata::Comm comm;
+};
+struct strataRequest {
+  strata::Request req;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+// Live communicator handles: using a destroyed one is an error, not a crash.
+std::mutex registry_mutex;
+std::unordered_set<strataComm*> registry;
+
+strataResult_t code_of(strata::ErrorKind k) {
+  switch (k) {
+    case strata::ErrorKind::invalid_argument: return strataInvalidArgument;
+    case strata::ErrorKind::invalid_usage: return strataInvalidUsage;
+    case strata::ErrorKind::remote: return strataRemoteError;
+    case strata::ErrorKind::timeout: return strataTimeout;
+    case strata::ErrorKind::system: return strataSystemError;
+    case strata::ErrorKind::internal: return strataInternalError;
+  }
+  return strataInternalError;
+}
+
+strataResult_t fail(strataResult_t code, const std::string& msg) {
+  last_error = msg;
+  return code;
+}
+
+template <typename F>
+strataResult_t guarded(F&& f) {
+  try {
+    return f();
+  } catch (const strata::Error& e) {
+    return fail(code_of(e.kind()), e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(strataSystemError, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(strataInternalError, e.what());
+  }
+}
+
+strata::Comm& live(strataComm_t c) {
+  if (!c) throw strata::InvalidArgument("comm is NULL");
+  std::lock_guard lk(registry_mutex);
+  if (!registry.count(c)) throw strata::InvalidUsage("comm is not a live communicator (destroyed or never created)");
+  return c->comm;
+}
+
+strataResult_t adopt(strataComm_t* out, strata::Comm c) {
+  if (!c.valid()) {
+    *out = nullptr;
+    return strataSuccess;
+  }
+  auto* h = new strataComm{std::move(c)};
+  std::lock_guard lk(registry_mutex);
+  registry.insert(h);
+  *out = h;
+  return strataSuccess;
+}
+
+void forget(strataComm_t c) {
+  std::lock_guard lk(registry_mutex);
+  registry.erase(c);
+}
+
+strata::DataType dt(strataDataType_t t) { return static_cast<strata::DataType>(t); }
+strata::ReduceOp rop(strataRedOp_t o) { return static_cast<strata::ReduceOp>(o); }
+
+// Blocking when request is NULL; otherwise hands back a request to wait on.
+template <typename Sync, typename Async>
+strataResult_t issue(strataRequest_t* request, Sync&& sync, Async&& async) {
+  return guarded([&] {
+    if (!request) {
+      sync();
+    } else {
+      *request = nullptr;
+      *request = new strataRequest{async()};
+    }
+    return strataSuccess;
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* strataGetErrorString(strataResult_t r) {
+  switch (r) {
+    case strataSuccess: return "success";
+    case strataInvalidArgument: return "invalid argument";
+    case strataInvalidUsage: return "invalid usage";
+    case strataRemoteError: return "remote error (a peer failed)";
+    case strataTimeout: return "timeout (a peer made no progress)";
+    case strataSystemError: return "system error";
+    case strataInternalError: return "internal error";
+    case strataInProgress: return "in progress";
+  }
+  return "unknown result code";
+}
+
+const char* strataGetLastError(void) { return last_error.c_str(); }
+
+strataResult_t strataGetUniqueId(strataUniqueId* id) {
+  return guarded([&] {
+    if (!id) throw strata::InvalidArgument("strataGetUniqueId: id is NULL");
+    strata::UniqueId u = strata::get_unique_id();
+    std::memcpy(id->internal, u.bytes.data(), sizeof id->internal);
+    return strataSuccess;
+  });
+}
+
+strataResult_t strataCommInitRank(strataComm_t* comm, int nranks, strataUniqueId id, int rank) {
+  return guarded([&] {
+    if (!comm) throw strata::InvalidArgument("strataCommInitRank: comm is NULL");
+    strata::UniqueId u;
+    std::memcpy(u.bytes.data(), id.internal, sizeof id.internal);
+    return adopt(comm, strata::Comm::init_rank(nranks, u, rank));
+  });
+}
+
+strataResult_t strataCommInitFromEnv(strataComm_t* comm) {
+  return guarded([&] {
+    if (!comm) throw strata::InvalidArgument("strataCommInitFromEnv: comm is NULL");
+    return adopt(comm, strata::Comm::init_from_env());
+  });
+}
+
+strataResult_t strataCommSplit(strataComm_t comm, int color, int key, strataComm_t* newcomm) {
+  return guarded([&] {
+    if (!newcomm) throw strata::InvalidArgument("strataCommSplit: newcomm is NULL");
+    return adopt(newcomm, live(comm).split(color, key));
+  });
+}
+
+strataResult_t strataCommDestroy(strataComm_t comm) {
+  return guarded([&] {
+    live(comm).destroy();
+    forget(comm);
+    delete comm;
+    return strataSuccess;
+  });
+}
+
+strataResult_t strataCommAbort(strataComm_t comm) {
+  return guarded([&] {
+    live(comm).abort();
+    forget(comm);
+    delete comm;
+    return strataSuccess;
+  });
+}
+
+strataResult_t strataCommRank(strataComm_t comm, int* rank) {
+  return guarded([&] {
+    if (!rank) throw strata::InvalidArgument("strataCommRank: rank is NULL");
+    *rank = live(comm).rank();
+    return strataSuccess;
+  });
+}
+
+strataResult_t strataCommCount(strataComm_t comm, int* count) {
+  return guarded([&] {
+    if (!count) throw strata::InvalidArgument("strataCommCount: count is NULL");
+    *count = live(comm).size();
+    return strataSuccess;
+  });
+}
+
+strataResult_t strataAllReduce(const void* s, void* r, size_t n, strataDataType_t t, strataRedOp_t o, strataComm_t comm,
+                               strataRequest_t* req) {
+  return issue(req, [&] { live(comm).all_reduce(s, r, n, dt(t), rop(o)); },
+               [&] { return live(comm).all_reduce_async(s, r, n, dt(t), rop(o)); });
+}
+
+strataResult_t strataReduceScatter(const void* s, void* r, size_t n, strataDataType_t t, strataRedOp_t o,
+                                   strataComm_t comm, strataRequest_t* req) {
+  return issue(req, [&] { live(comm).reduce_scatter(s, r, n, dt(t), rop(o)); },
+               [&] { return live(comm).reduce_scatter_async(s, r, n, dt(t), rop(o)); });
+}
+
+strataResult_t strataAllGather(const void* s, void* r, size_t n, strataDataType_t t, strataComm_t comm,
+                               strataRequest_t* req) {
+  return issue(req, [&] { live(comm).all_gather(s, r, n, dt(t)); },
+               [&] { return live(comm).all_gather_async(s, r, n, dt(t)); });
+}
+
+strataResult_t strataBroadcast(const void* s, void* r, size_t n, strataDataType_t t, int root, strataComm_t comm,
+                               strataRequest_t* req) {
+  return issue(req, [&] { live(comm).broadcast(s, r, n, dt(t), root); },
+               [&] { return live(comm).broadcast_async(s, r, n, dt(t), root); });
+}
+
+strataResult_t strataReduce(const void* s, void* r, size_t n, strataDataType_t t, strataRedOp_t o, int root,
+                            strataComm_t comm, strataRequest_t* req) {
+  return issue(req, [&] { live(comm).reduce(s, r, n, dt(t), rop(o), root); },
+               [&] { return live(comm).reduce_async(s, r, n, dt(t), rop(o), root); });
+}
+
+strataResult_t strataAllToAll(const void* s, void* r, size_t n, strataDataType_t t, strataComm_t comm,
+                              strataRequest_t* req) {
+  return issue(req, [&] { live(comm).all_to_all(s, r, n, dt(t)); },
+               [&] { return live(comm).all_to_all_async(s, r, n, dt(t)); });
+}
+
+strataResult_t strataBarrier(strataComm_t comm, strataRequest_t* req) {
+  return issue(req, [&] { live(comm).barrier(); }, [&] { return live(comm).barrier_async(); });
+}
+
+strataResult_t strataSend(const void* b, size_t n, strataDataType_t t, int peer, strataComm_t comm, strataRequest_t* req) {
+  return issue(req, [&] { live(comm).send(b, n, dt(t), peer); }, [&] { return live(comm).send_async(b, n, dt(t), peer); });
+}
+
+strataResult_t strataRecv(void* b, size_t n, strataDataType_t t, int peer, strataComm_t comm, strataRequest_t* req) {
+  return issue(req, [&] { live(comm).recv(b, n, dt(t), peer); }, [&] { return live(comm).recv_async(b, n, dt(t), peer); });
+}
+
+strataResult_t strataGroupStart(strataComm_t comm) {
+  return guarded([&] {
+    live(comm).group_start();
+    return strataSuccess;
+  });
+}
+
+strataResult_t strataGroupEnd(strataComm_t comm, strataRequest_t* req) {
+  return issue(req, [&] { live(comm).group_end(); }, [&] { return live(comm).group_end_async(); });
+}
+
+strataResult_t strataWait(strataRequest_t request) {
+  return guarded([&] {
+    if (!request) throw strata::InvalidArgument("strataWait: request is NULL");
+    try {
+      request->req.wait();
+    } catch (...) {
+      delete request;
+      throw;
+    }
+    delete request;
+    return strataSuccess;
+  });
+}
+
+strataResult_t strataTest(strataRequest_t request) {
+  return guarded([&] {
+    if (!request) throw strata::InvalidArgument("strataTest: request is NULL");
+    bool done;
+    try {
+      done = request->req.test();
+    } catch (...) {
+      delete request;
+      throw;
+    }
+    if (!done) return strataInProgress;
+    delete request;
+    return strataSuccess;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,571 @@
+// Comm: validates arguments, orders operations, picks an algorithm, and hands the plan
+// to the engine.
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "algorithms/algorithms.hpp"
+#include "bootstrap/bootstrap.hpp"
+#include "engine.hpp"
+#include "log.hpp"
+#include "strata/strata.hpp"
+#include "validate.hpp"
+
+namespace strata {
+
+struct Request::Op {
+  std::function<void()> run;
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  std::exception_ptr error;
+
+  void complete(std::exception_ptr e) {
+    std::lock_guard lk(m);
+    error = e;
+    done = true;
+    cv.notify_all();
+  }
+};
+
+void Request::wait() {
+  if (!op_) return;  // an empty request (e.g. send_async inside a group) is already done
+  std::unique_lock lk(op_->m);
+  op_->cv.wait(lk, [&] { return op_->done; });
+  if (op_->error) std::rethrow_exception(op_->error);
+}
+
+bool Request::test() {
+  if (!op_) return true;
+  std::lock_guard lk(op_->m);
+  if (!op_->done) return false;
+  if (op_->error) std::rethrow_exception(op_->error);
+  return true;
+}
+
+namespace {
+
+struct P2P {
+  bool is_send;
+  char* buf;
+  size_t bytes;
+  int peer;
+};
+
+net::Fd listen_like(const net::SockAddr& advertised) {
+  net::SockAddr any;
+  any.ss.ss_family = advertised.ss.ss_family;
+  any.len = advertised.ss.ss_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+  return net::listen_on(any);
+}
+
+uint64_t mix(uint64_t x) {  // splitmix64: spreads split tags so sub-communicators differ
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+bootstrap::RankInfo my_info(const Config& cfg, const net::Fd& listener) {
+  bootstrap::RankInfo info{};
+  info.listen = net::local_address(listener.get());
+  std::string host = bootstrap::host_identity();
+  std::snprintf(info.host, sizeof info.host, "%s", host.c_str());
+  info.tcp_nsocks = cfg.tcp_nsocks;
+  info.force_tcp = cfg.transport == "tcp";
+  return info;
+}
+
+}  // namespace
+
+struct CommState {
+  enum Life { live, destroyed, aborted };
+
+  int rank = 0, nranks = 1;
+  Config cfg;
+  bootstrap::Secret secret{};
+  uint64_t tag = 1;
+  uint64_t splits = 0;
+  std::vector<bootstrap::RankInfo> table;
+  std::unique_ptr<Engine> engine;
+  std::vector<char> scratch;
+
+  std::mutex qm;
+  std::condition_variable qcv;
+  std::deque<std::shared_ptr<Request::Op>> queue;
+  bool busy = false, stop = false;
+  std::thread worker;
+  std::atomic<Life> life{live};
+
+  int group_depth = 0;
+  std::vector<P2P> group;
+
+  ~CommState() {
+    if (life.load() == live) shutdown(true);
+  }
+
+  static Comm create(int rank, int nranks, const std::vector<bootstrap::RankInfo>& table, const net::Fd& listener,
+                     const bootstrap::Secret& secret, uint64_t tag, const Config& cfg) {
+    auto s = std::make_shared<CommState>();
+    s->rank = rank;
+    s->nranks = nranks;
+    s->cfg = cfg;
+    s->secret = secret;
+    s->tag = tag;
+    s->table = table;
+    Mesh mesh = connect_mesh(rank, table, listener, secret, tag, cfg, net::deadline_after(cfg.timeout_s));
+    s->engine = std::make_unique<Engine>(rank, nranks, std::move(mesh), cfg);
+    return Comm(s);
+  }
+
+  // ---- ordering: operations run one at a time, in the order they were issued ----
+
+  void worker_loop() {
+    log::set_thread_rank(rank);
+    std::unique_lock lk(qm);
+    for (;;) {
+      qcv.wait(lk, [&] { return stop || (!queue.empty() && !busy); });
+      if (queue.empty()) return;
+      auto op = queue.front();
+      queue.pop_front();
+      busy = true;
+      lk.unlock();
+      op->complete(run_caught(op->run));
+      lk.lock();
+      busy = false;
+      qcv.notify_all();
+    }
+  }
+
+  static std::exception_ptr run_caught(const std::function<void()>& fn) {
+    try {
+      fn();
+    } catch (...) {
+      return std::current_exception();
+    }
+    return nullptr;
+  }
+
+  Request submit(std::function<void()> fn) {
+    auto op = std::make_shared<Request::Op>();
+    op->run = std::move(fn);
+    std::lock_guard lk(qm);
+    if (!worker.joinable()) worker = std::thread([this] { worker_loop(); });
+    queue.push_back(op);
+    qcv.notify_all();
+    return Request(op);
+  }
+
+  // A blocking call runs on the caller's thread when nothing is queued before it.
+  void run_now(const std::function<void()>& fn) {
+    std::unique_lock lk(qm);
+    if (!queue.empty() || busy) {
+      lk.unlock();
+      submit(fn).wait();
+      return;
+    }
+    busy = true;
+    lk.unlock();
+    std::exception_ptr e = run_caught(fn);
+    lk.lock();
+    busy = false;
+    qcv.notify_all();
+    lk.unlock();
+    if (e) std::rethrow_exception(e);
+  }
+
+  void drain() {
+    std::unique_lock lk(qm);
+    qcv.wait(lk, [&] { return queue.empty() && !busy; });
+  }
+
+  void stop_worker() {
+    {
+      std::lock_guard lk(qm);
+      stop = true;
+      qcv.notify_all();
+    }
+    if (worker.joinable()) worker.join();
+  }
+
+  void shutdown(bool goodbye) {
+    drain();
+    stop_worker();
+    if (engine && goodbye) engine->say_goodbye();
+    engine.reset();
+  }
+
+  void abort_now() {
+    life.store(aborted);
+    if (engine) engine->abort();
+    std::deque<std::shared_ptr<Request::Op>> dropped;
+    {
+      std::lock_guard lk(qm);
+      dropped.swap(queue);
+      stop = true;
+      qcv.notify_all();
+    }
+    auto err = std::make_exception_ptr(InvalidUsage("the communicator was aborted before this operation ran"));
+    for (auto& op : dropped) op->complete(err);
+    drain();  // an operation running now fails promptly: the engine sees the abort
+    if (worker.joinable()) worker.join();
+    engine.reset();
+  }
+
+  // ---- collectives ----
+
+  void execute(Collective coll, const void* in, void* out, size_t count, DataType type, ReduceOp op, int root,
+               bool in_place) {
+    log::set_thread_rank(rank);
+    CollArgs a{coll, count, size_of(type), root, rank, nranks, in_place, std::max<size_t>(1, cfg.chunk_bytes / size_of(type))};
+    Algo algo = default_algo(a);
+    const char* why = "by size";
+    if (!cfg.algo.empty()) {
+      for (Algo forced : {Algo::ring, Algo::tree, Algo::recursive_doubling, Algo::direct})
+        if (cfg.algo == name(forced)) {
+          if (supports(forced, coll)) {
+            algo = forced;
+            why = "STRATA_ALGO";
+          } else {
+            why = "STRATA_ALGO does not apply; by size";
+          }
+        }
+    }
+    Plan plan = build_plan(algo, a);
+    STRATA_INFO("%s: %zu x %s %s root %d, algorithm %s (%s), %zu rounds", name(coll), count, name(type),
+                name(op), root, plan.algo, why, plan.rounds());
+    size_t need = plan.scratch_count * a.elem_size;
+    if (scratch.size() < need) scratch.resize(need);
+    engine->execute(plan, Buffers{in, out, scratch.data()}, type, op);
+  }
+
+  Request collective(bool blocking, const char* call, Collective coll, const void* in, void* out, size_t count,
+                     DataType type, ReduceOp op, int root, bool in_place) {
+    if (group_depth > 0) throw InvalidUsage(std::string(call) + ": collectives cannot be called inside group_start/group_end");
+    auto fn = [=, this] { execute(coll, in, out, count, type, op, root, in_place); };
+    if (count == 0 && coll != Collective::barrier) return {};
+    if (blocking) {
+      run_now(fn);
+      return {};
+    }
+    return submit(fn);
+  }
+
+  // ---- point-to-point ----
+
+  Request p2p(bool blocking, const char* call, bool is_send, const void* buf, size_t count, DataType type, int peer) {
+    check::type(call, type);
+    check::buffer(call, "buffer", buf, count);
+    check::peer(call, peer, nranks);
+    P2P p{is_send, const_cast<char*>(static_cast<const char*>(buf)), count * size_of(type), peer};
+    if (group_depth > 0) {
+      group.push_back(p);
+      return {};
+    }
+    if (peer == rank)
+      throw InvalidArgument(std::string(call) + ": peer is this rank itself; outside a group that would never complete");
+    return run_group(blocking, {p});
+  }
+
+  Request run_group(bool blocking, std::vector<P2P> ops) {
+    Plan plan = p2p_plan(ops);
+    if (plan.steps.empty()) return {};
+    auto fn = [this, plan = std::move(plan)] {
+      log::set_thread_rank(rank);
+      STRATA_INFO("grouped send/recv: %zu steps", plan.steps.size());
+      engine->execute(plan, Buffers{nullptr, nullptr, nullptr}, DataType::uint8, ReduceOp::sum);
+    };
+    if (blocking) {
+      run_now(fn);
+      return {};
+    }
+    return submit(fn);
+  }
+
+  // One round: every transfer is posted at once. Sends to self meet receives from self in
+  // the order they were posted and become copies.
+  Plan p2p_plan(const std::vector<P2P>& ops) {
+    Plan plan;
+    plan.algo = "p2p";
+    plan.new_round();
+    std::vector<const P2P*> self_sends, self_recvs;
+    for (const P2P& p : ops) {
+      Ref at{Buf::absolute, reinterpret_cast<uintptr_t>(p.buf)};
+      if (p.peer == rank) (p.is_send ? self_sends : self_recvs).push_back(&p);
+      else if (p.is_send) plan.send(p.peer, at, p.bytes);
+      else plan.recv(p.peer, at, p.bytes);
+    }
+    if (self_sends.size() != self_recvs.size())
+      throw InvalidArgument("group_end: " + std::to_string(self_sends.size()) + " sends to self but " +
+                            std::to_string(self_recvs.size()) + " receives from self");
+    for (size_t i = 0; i < self_sends.size(); ++i) {
+      if (self_sends[i]->bytes != self_recvs[i]->bytes)
+        throw InvalidArgument("group_end: a send to self and its matching receive differ in size");
+      plan.copy({Buf::absolute, reinterpret_cast<uintptr_t>(self_sends[i]->buf)},
+                {Buf::absolute, reinterpret_cast<uintptr_t>(self_recvs[i]->buf)}, self_sends[i]->bytes);
+    }
+    return plan;
+  }
+};
+
+// ---- creation ----
+
+UniqueId get_unique_id() {
+  Config cfg = Config::from_env();
+  bootstrap::IdFields f;
+  f.root = net::interface_address(env_string("STRATA_SOCKET_IFNAME").value_or(""));
+  net::Fd listener = net::listen_on(f.root);
+  f.root.set_port(net::local_address(listener.get()).port());
+  f.secret = bootstrap::random_secret();
+  bootstrap::start_root(std::move(listener), f.secret, cfg.timeout_s);
+  STRATA_INFO("bootstrap root listening on %s", f.root.str().c_str());
+  return bootstrap::encode_id(f);
+}
+
+static Comm init(int nranks, int rank, const net::SockAddr& root, const bootstrap::Secret& secret) {
+  if (nranks < 1) throw InvalidArgument("nranks must be at least 1, got " + std::to_string(nranks));
+  if (rank < 0 || rank >= nranks)
+    throw InvalidArgument("rank " + std::to_string(rank) + " is outside [0, " + std::to_string(nranks) + ")");
+  log::set_thread_rank(rank);
+  Config cfg = Config::from_env();
+  net::Fd listener = listen_like(root);
+  auto table = bootstrap::join(root, secret, rank, nranks, my_info(cfg, listener), net::deadline_after(cfg.timeout_s));
+  Comm c = CommState::create(rank, nranks, table, listener, secret, 1, cfg);
+  STRATA_INFO("communicator ready: rank %d of %d, host %s", rank, nranks, table[rank].host);
+  return c;
+}
+
+Comm Comm::init_rank(int nranks, const UniqueId& id, int rank) {
+  bootstrap::IdFields f = bootstrap::decode_id(id);
+  return init(nranks, rank, f.root, f.secret);
+}
+
+Comm Comm::init_from_env() {
+  auto rank_s = env_string("STRATA_RANK"), size_s = env_string("STRATA_WORLD_SIZE");
+  if (!rank_s || !size_s) throw InvalidArgument("init_from_env: STRATA_RANK and STRATA_WORLD_SIZE must be set");
+  int nranks = static_cast<int>(env_int("STRATA_WORLD_SIZE", 1, 1, 1 << 24));
+  int rank = static_cast<int>(env_int("STRATA_RANK", 0, 0, nranks - 1));
+  auto root_s = env_string("STRATA_ROOT");
+  if (!root_s) throw InvalidArgument("init_from_env: STRATA_ROOT=host:port must be set");
+  net::SockAddr root = net::parse_host_port(*root_s);
+  bootstrap::Secret secret{};
+  if (auto hex = env_string("STRATA_SECRET")) {
+    secret = bootstrap::parse_secret_hex(*hex);
+  } else {
+    STRATA_WARN("STRATA_SECRET is not set: connections are checked against an all-zero secret");
+  }
+  if (rank == 0) bootstrap::start_root(net::listen_on(root), secret, Config::from_env().timeout_s);
+  return init(nranks, rank, root, secret);
+}
+
+// ---- the handle ----
+
+CommState& Comm::checked() const {
+  if (!state_) throw InvalidUsage("this communicator is null (default-constructed, or a split with a negative color)");
+  switch (state_->life.load()) {
+    case CommState::live: return *state_;
+    case CommState::destroyed: throw InvalidUsage("this communicator was destroyed");
+    case CommState::aborted: throw InvalidUsage("this communicator was aborted");
+  }
+  return *state_;
+}
+
+int Comm::rank() const { return checked().rank; }
+int Comm::size() const { return checked().nranks; }
+
+void Comm::destroy() {
+  CommState& s = checked();
+  s.life.store(CommState::destroyed);
+  s.shutdown(true);
+}
+
+void Comm::abort() { checked().abort_now(); }
+
+Comm Comm::split(int color, int key) {
+  CommState& s = checked();
+  if (s.group_depth > 0) throw InvalidUsage("split: not allowed inside group_start/group_end");
+  struct Entry {
+    int32_t color, key;
+    bootstrap::RankInfo info;
+  };
+  net::Fd listener = listen_like(s.table[s.rank].listen);
+  Entry mine{color, key, my_info(s.cfg, listener)};
+  mine.info.listen = s.table[s.rank].listen;  // same address as in the parent, new port
+  mine.info.listen.set_port(net::local_address(listener.get()).port());
+  std::vector<Entry> all(static_cast<size_t>(s.nranks));
+  s.collective(true, "split", Collective::all_gather, &mine, all.data(), sizeof(Entry), DataType::uint8, ReduceOp::sum, 0,
+               false);
+  uint64_t tag = mix(s.tag ^ mix(++s.splits) ^ mix(static_cast<uint64_t>(static_cast<uint32_t>(color))));
+  if (color < 0) return Comm();
+  std::vector<int> members;
+  for (int r = 0; r < s.nranks; ++r)
+    if (all[r].color == color) members.push_back(r);
+  std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return all[a].key < all[b].key; });
+  std::vector<bootstrap::RankInfo> table;
+  int new_rank = -1;
+  for (int r : members) {
+    if (r == s.rank) new_rank = static_cast<int>(table.size());
+    table.push_back(all[r].info);
+  }
+  STRATA_INFO("split: color %d key %d -> rank %d of %zu", color, key, new_rank, table.size());
+  return CommState::create(new_rank, static_cast<int>(table.size()), table, listener, s.secret, tag, s.cfg);
+}
+
+// ---- collectives: validation, then one shared path ----
+
+namespace {
+bool same(const void* a, const void* b) { return a == b; }
+const char* offset(const void* p, size_t elems, DataType t) {
+  return p ? static_cast<const char*>(p) + elems * size_of(t) : nullptr;
+}
+}  // namespace
+
+namespace {
+Request all_reduce_impl(CommState& s, bool blocking, const void* send, void* recv, size_t count, DataType type, ReduceOp op) {
+  const char* call = "all_reduce";
+  check::type(call, type);
+  check::op(call, op);
+  check::buffer(call, "send buffer", send, count);
+  check::buffer(call, "recv buffer", recv, count);
+  size_t bytes = count * size_of(type);
+  check::in_place_or_disjoint(call, send, bytes, recv, bytes, send);
+  return s.collective(blocking, call, Collective::all_reduce, send, recv, count, type, op, 0, same(send, recv));
+}
+
+Request reduce_scatter_impl(CommState& s, bool blocking, const void* send, void* recv, size_t recvcount, DataType type, ReduceOp op) {
+  const char* call = "reduce_scatter";
+  check::type(call, type);
+  check::op(call, op);
+  check::buffer(call, "send buffer", send, recvcount);
+  check::buffer(call, "recv buffer", recv, recvcount);
+  const void* in_place = offset(send, recvcount * static_cast<size_t>(s.rank), type);
+  check::in_place_or_disjoint(call, send, recvcount * s.nranks * size_of(type), recv, recvcount * size_of(type), in_place);
+  return s.collective(blocking, call, Collective::reduce_scatter, send, recv, recvcount, type, op, 0, same(recv, in_place));
+}
+
+Request all_gather_impl(CommState& s, bool blocking, const void* send, void* recv, size_t sendcount, DataType type) {
+  const char* call = "all_gather";
+  check::type(call, type);
+  check::buffer(call, "send buffer", send, sendcount);
+  check::buffer(call, "recv buffer", recv, sendcount);
+  const void* in_place_send = offset(recv, sendcount * static_cast<size_t>(s.rank), type);
+  // In place means the send buffer is this rank's slot of the receive buffer.
+  check::in_place_or_disjoint(call, recv, sendcount * s.nranks * size_of(type), send, sendcount * size_of(type),
+                              in_place_send);
+  return s.collective(blocking, call, Collective::all_gather, send, recv, sendcount, type, ReduceOp::sum, 0,
+                      same(send, in_place_send));
+}
+
+Request broadcast_impl(CommState& s, bool blocking, const void* send, void* recv, size_t count, DataType type, int root) {
+  const char* call = "broadcast";
+  check::type(call, type);
+  check::root(call, root, s.nranks);
+  if (s.rank == root) check::buffer(call, "send buffer", send, count);
+  check::buffer(call, "recv buffer", recv, count);
+  size_t bytes = count * size_of(type);
+  if (s.rank == root) check::in_place_or_disjoint(call, send, bytes, recv, bytes, send);
+  return s.collective(blocking, call, Collective::broadcast, send, recv, count, type, ReduceOp::sum, root, same(send, recv));
+}
+
+Request reduce_impl(CommState& s, bool blocking, const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root) {
+  const char* call = "reduce";
+  check::type(call, type);
+  check::op(call, op);
+  check::root(call, root, s.nranks);
+  check::buffer(call, "send buffer", send, count);
+  if (s.rank == root) {
+    check::buffer(call, "recv buffer", recv, count);
+    size_t bytes = count * size_of(type);
+    check::in_place_or_disjoint(call, send, bytes, recv, bytes, send);
+  }
+  return s.collective(blocking, call, Collective::reduce, send, recv, count, type, op, root, same(send, recv));
+}
+
+Request all_to_all_impl(CommState& s, bool blocking, const void* send, void* recv, size_t count, DataType type) {
+  const char* call = "all_to_all";
+  check::type(call, type);
+  check::buffer(call, "send buffer", send, count);
+  check::buffer(call, "recv buffer", recv, count);
+  size_t bytes = count * s.nranks * size_of(type);
+  check::in_place_or_disjoint(call, send, bytes, recv, bytes, send);
+  return s.collective(blocking, call, Collective::all_to_all, send, recv, count, type, ReduceOp::sum, 0, same(send, recv));
+}
+
+Request barrier_impl(CommState& s, bool blocking) {
+  return s.collective(blocking, "barrier", Collective::barrier, nullptr, nullptr, 1, DataType::uint8, ReduceOp::sum, 0, false);
+}
+
+Request send_impl(CommState& s, bool blocking, const void* buf, size_t count, DataType type, int peer) {
+  return s.p2p(blocking, "send", true, buf, count, type, peer);
+}
+
+Request recv_impl(CommState& s, bool blocking, void* buf, size_t count, DataType type, int peer) {
+  return s.p2p(blocking, "recv", false, buf, count, type, peer);
+}
+
+}  // namespace
+
+Request Comm::all_reduce_async(const void* send, void* recv, size_t count, DataType type, ReduceOp op) {
+  return all_reduce_impl(checked(), false, send, recv, count, type, op);
+}
+void Comm::all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op) {
+  all_reduce_impl(checked(), true, send, recv, count, type, op);
+}
+Request Comm::reduce_scatter_async(const void* send, void* recv, size_t recvcount, DataType type, ReduceOp op) {
+  return reduce_scatter_impl(checked(), false, send, recv, recvcount, type, op);
+}
+void Comm::reduce_scatter(const void* send, void* recv, size_t recvcount, DataType type, ReduceOp op) {
+  reduce_scatter_impl(checked(), true, send, recv, recvcount, type, op);
+}
+Request Comm::all_gather_async(const void* send, void* recv, size_t sendcount, DataType type) {
+  return all_gather_impl(checked(), false, send, recv, sendcount, type);
+}
+void Comm::all_gather(const void* send, void* recv, size_t sendcount, DataType type) {
+  all_gather_impl(checked(), true, send, recv, sendcount, type);
+}
+Request Comm::broadcast_async(const void* send, void* recv, size_t count, DataType type, int root) {
+  return broadcast_impl(checked(), false, send, recv, count, type, root);
+}
+void Comm::broadcast(const void* send, void* recv, size_t count, DataType type, int root) {
+  broadcast_impl(checked(), true, send, recv, count, type, root);
+}
+Request Comm::reduce_async(const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root) {
+  return reduce_impl(checked(), false, send, recv, count, type, op, root);
+}
+void Comm::reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root) {
+  reduce_impl(checked(), true, send, recv, count, type, op, root);
+}
+Request Comm::all_to_all_async(const void* send, void* recv, size_t count, DataType type) {
+  return all_to_all_impl(checked(), false, send, recv, count, type);
+}
+void Comm::all_to_all(const void* send, void* recv, size_t count, DataType type) {
+  all_to_all_impl(checked(), true, send, recv, count, type);
+}
+Request Comm::barrier_async() { return barrier_impl(checked(), false); }
+void Comm::barrier() { barrier_impl(checked(), true); }
+Request Comm::send_async(const void* buf, size_t count, DataType type, int peer) {
+  return send_impl(checked(), false, buf, count, type, peer);
+}
+void Comm::send(const void* buf, size_t count, DataType type, int peer) { send_impl(checked(), true, buf, count, type, peer); }
+Request Comm::recv_async(void* buf, size_t count, DataType type, int peer) {
+  return recv_impl(checked(), false, buf, count, type, peer);
+}
+void Comm::recv(void* buf, size_t count, DataType type, int peer) { recv_impl(checked(), true, buf, count, type, peer); }
+
+void Comm::group_start() { ++checked().group_depth; }
+
+static Request group_end_impl(CommState& s, bool blocking) {
+  if (s.group_depth == 0) throw InvalidUsage("group_end without group_start");
+  if (--s.group_depth > 0) return {};
+  std::vector<P2P> ops;
+  ops.swap(s.group);
+  return s.run_group(blocking, std::move(ops));
+}
+
+Request Comm::group_end_async() { return group_end_impl(checked(), false); }
+void Comm::group_end() { group_end_impl(checked(), true); }
+
+}  // namespace strata

@@ -1,0 +1,201 @@
+#include "engine.hpp"
+
+#include <poll.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "log.hpp"
+#include "strata/error.hpp"
+
+namespace strata {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+// Control messages: fixed 8 bytes so a reader never sees half of one.
+struct Notice {
+  char kind;  // 'B' goodbye, 'A' abort
+  char pad[3];
+  int32_t origin;  // abort: the rank whose failure caused it (-1 unknown)
+};
+static_assert(sizeof(Notice) == 8);
+
+char* at(const Buffers& b, Ref r, size_t esz) {
+  if (r.buf == Buf::absolute) return reinterpret_cast<char*>(r.offset);
+  char* base = r.buf == Buf::input ? const_cast<char*>(static_cast<const char*>(b.input))
+               : r.buf == Buf::output ? static_cast<char*>(b.output)
+                                      : static_cast<char*>(b.scratch);
+  return base + r.offset * esz;
+}
+}  // namespace
+
+Engine::Engine(int rank, int nranks, Mesh mesh, const Config& cfg)
+    : rank_(rank), nranks_(nranks), mesh_(std::move(mesh)), cfg_(cfg), peer_left_(static_cast<size_t>(nranks)) {
+  for (auto& fd : mesh_.control)
+    if (fd.valid()) net::set_nonblocking(fd.get());
+}
+
+Engine::~Engine() = default;
+
+void Engine::execute(const Plan& plan, const Buffers& bufs, DataType type, ReduceOp op) {
+  if (failed_) std::rethrow_exception(failed_);
+  try {
+    for (size_t r = 0; r < plan.rounds(); ++r) run_round(plan, r, bufs, type, op);
+  } catch (const PeerError& e) {
+    fail(std::current_exception(), e.peer());
+    throw;
+  } catch (...) {
+    fail(std::current_exception(), -1);
+    throw;
+  }
+}
+
+void Engine::run_round(const Plan& plan, size_t round, const Buffers& bufs, DataType type, ReduceOp op) {
+  const size_t esz = size_of(type);
+  const ReduceFn fn = reduce_fn(type, op);
+  active_.clear();
+  for (size_t i = plan.round_begin[round]; i < plan.round_end(round); ++i) {
+    const Step& s = plan.steps[i];
+    char* src = s.kind == StepKind::send || s.kind == StepKind::copy || s.kind == StepKind::reduce ? at(bufs, s.src, esz) : nullptr;
+    char* dst = s.kind != StepKind::send ? at(bufs, s.dst, esz) : nullptr;
+    size_t bytes = s.count * esz;
+    switch (s.kind) {
+      case StepKind::copy:
+        if (src != dst) std::memmove(dst, src, bytes);
+        break;
+      case StepKind::reduce: fn(dst, src, s.count); break;
+      case StepKind::finalize: finalize(dst, s.count, type, op, nranks_); break;
+      case StepKind::send:
+      case StepKind::recv:
+      case StepKind::recv_reduce: {
+        Link* l = mesh_.links[static_cast<size_t>(s.peer)].get();
+        if (!l) throw InternalError("plan step addresses this rank itself");
+        if (s.kind == StepKind::send) l->post_send(src, bytes);
+        else l->post_recv(dst, bytes, s.kind == StepKind::recv_reduce ? fn : nullptr, esz);
+        active_.push_back(l);
+        break;
+      }
+    }
+  }
+  if (!active_.empty()) wait_links();
+}
+
+// Progress until every link of the round is idle. Spinning is cheapest while data flows;
+// when nothing moves we yield, then sleep in poll() (tcp) or short naps (shared memory),
+// so ranks that outnumber the cores do not starve the ones doing the work.
+void Engine::wait_links() {
+  auto last_progress = Clock::now();
+  auto last_check = last_progress;
+  const auto timeout = std::chrono::duration<double>(cfg_.timeout_s);
+  unsigned idle_spins = 0;
+  std::vector<pollfd> fds;
+  for (;;) {
+    bool moved = false, all_idle = true;
+    for (Link* l : active_) {
+      if (l->idle()) continue;
+      moved |= l->progress();
+      all_idle &= l->idle();
+    }
+    if (all_idle) return;
+    if (moved) {
+      idle_spins = 0;
+      continue;
+    }
+    ++idle_spins;
+    if (idle_spins < 64) continue;
+    auto now = Clock::now();
+    if (idle_spins == 64) last_progress = now;  // the first idle moment of this stall
+    if (aborted_.load(std::memory_order_relaxed)) throw InvalidUsage("the communicator was aborted");
+    if (now - last_check > std::chrono::milliseconds(2)) {
+      check_control();
+      last_check = now;
+    }
+    if (now - last_progress > timeout) fail_stuck();
+    fds.clear();
+    bool all_fd = true;
+    for (Link* l : active_) {
+      if (l->idle()) continue;
+      size_t before = fds.size();
+      l->wait_fds(fds);
+      all_fd &= fds.size() > before;
+    }
+    if (all_fd && now - last_progress > std::chrono::microseconds(200)) {
+      ::poll(fds.data(), fds.size(), 10);
+    } else if (now - last_progress < std::chrono::milliseconds(5)) {
+      sched_yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+}
+
+void Engine::check_control() {
+  std::vector<pollfd> fds;
+  std::vector<int> peers;
+  for (int j = 0; j < nranks_; ++j) {
+    if (!mesh_.control[j].valid() || peer_left_[j]) continue;
+    fds.push_back({mesh_.control[j].get(), POLLIN, 0});
+    peers.push_back(j);
+  }
+  if (fds.empty() || ::poll(fds.data(), fds.size(), 0) <= 0) return;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if (!fds[i].revents) continue;
+    int j = peers[i];
+    Notice n{};
+    ssize_t r = ::recv(fds[i].fd, &n, sizeof n, MSG_DONTWAIT | MSG_WAITALL);
+    if (r == static_cast<ssize_t>(sizeof n) && n.kind == 'B') {
+      peer_left_[j] = true;
+      for (Link* l : active_)
+        if (l->peer() == j && !l->idle())
+          throw PeerError(j, "rank " + std::to_string(j) + " destroyed the communicator while rank " +
+                                 std::to_string(rank_) + " still expected data from it");
+      continue;
+    }
+    if (r == static_cast<ssize_t>(sizeof n) && n.kind == 'A') {
+      int o = n.origin >= 0 ? n.origin : j;
+      throw PeerError(o, "rank " + std::to_string(o) + " failed or stopped (reported by rank " + std::to_string(j) +
+                             "); the communicator is unusable");
+    }
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+    throw PeerError(j, "rank " + std::to_string(j) + " died or closed its connection without destroying the communicator");
+  }
+}
+
+void Engine::fail_stuck() {
+  int peer = -1;
+  for (Link* l : active_)
+    if (!l->idle()) {
+      peer = l->peer();
+      break;
+    }
+  throw TimeoutError(peer, "no progress from rank " + std::to_string(peer) + " for " + std::to_string(cfg_.timeout_s) +
+                               " s (STRATA_TIMEOUT); it is stuck, too slow, or not calling the same collective");
+}
+
+void Engine::fail(std::exception_ptr e, int culprit) {
+  if (!failed_) failed_ = e;
+  // Tell everyone, so ranks that were not talking to the culprit fail now, naming it.
+  Notice n{'A', {}, culprit};
+  for (int j = 0; j < nranks_; ++j)
+    if (mesh_.control[j].valid()) (void)::send(mesh_.control[j].get(), &n, sizeof n, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+void Engine::say_goodbye() {
+  Notice n{'B', {}, rank_};
+  for (int j = 0; j < nranks_; ++j)
+    if (mesh_.control[j].valid()) (void)::send(mesh_.control[j].get(), &n, sizeof n, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+void Engine::abort() {
+  aborted_.store(true);
+  // shutdown, not close: the descriptors stay valid for a thread still inside progress().
+  for (auto& fd : mesh_.control)
+    if (fd.valid()) ::shutdown(fd.get(), SHUT_RDWR);
+}
+
+}  // namespace strata

@@ -1,0 +1,52 @@
+#include "log.hpp"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace strata::log {
+
+namespace {
+thread_local int tls_rank = -1;
+
+Level parse_level() {
+  const char* v = std::getenv("STRATA_DEBUG");
+  if (!v || !*v) return Level::warn;
+  std::string s(v);
+  for (char& c : s) c = static_cast<char>(toupper(c));
+  if (s == "NONE") return Level::none;
+  if (s == "INFO") return Level::info;
+  if (s == "TRACE") return Level::trace;
+  return Level::warn;
+}
+}  // namespace
+
+Level level() {
+  static const Level l = parse_level();
+  return l;
+}
+
+bool enabled(Level l) { return static_cast<int>(l) <= static_cast<int>(level()); }
+
+void set_thread_rank(int rank) { tls_rank = rank; }
+
+void write(Level l, const char* fmt, ...) {
+  if (!enabled(l)) return;
+  static const char* names[] = {"", "WARN", "INFO", "TRACE"};
+  char host[64] = "?";
+  gethostname(host, sizeof host - 1);
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  // One fprintf per line so that lines from threads do not interleave.
+  fprintf(stderr, "%s:%d:%ld [%d] STRATA %s %s\n", host, static_cast<int>(getpid()),
+          static_cast<long>(syscall(SYS_gettid)), tls_rank, names[static_cast<int>(l)], msg);
+}
+
+}  // namespace strata::log

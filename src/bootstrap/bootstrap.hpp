@@ -1,0 +1,35 @@
+// Bootstrap: every rank joins the root, which answers with the table of all ranks
+// (where each listens, which host it is on). Connections are then made rank to rank.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bootstrap/unique_id.hpp"
+#include "net/socket.hpp"
+
+namespace strata::bootstrap {
+
+// What a rank tells the others about itself; sent as bytes, so trivially copyable.
+struct RankInfo {
+  net::SockAddr listen;  // where this rank accepts connections for the communicator
+  char host[160];        // host identity: ranks with the same one share memory
+  int32_t tcp_nsocks;    // STRATA_TCP_NSOCKS of this rank
+  int32_t force_tcp;     // STRATA_TRANSPORT=tcp on this rank
+};
+
+// This process's host identity: STRATA_HOST if set, else hostname, boot id and network
+// namespace (a different namespace is a different host).
+std::string host_identity();
+
+// Starts the root in a detached thread that owns `listener`; it serves one job of
+// whatever size the first joiner announces, then exits (or gives up after timeout_s).
+void start_root(net::Fd listener, const Secret& secret, double timeout_s);
+
+// Joins the root and returns every rank's info, indexed by rank. `mine.listen` need only
+// carry the port: the address is the one this rank reaches the root from.
+std::vector<RankInfo> join(const net::SockAddr& root, const Secret& secret, int rank, int nranks,
+                           RankInfo mine, net::Deadline deadline);
+
+}  // namespace strata::bootstrap

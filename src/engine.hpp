@@ -1,0 +1,54 @@
+// The engine executes plans over a communicator's links, one operation at a time, and
+// turns every way a peer can fail into an error: a closed connection, an abort notice
+// from another rank, or no progress within STRATA_TIMEOUT.
+#pragma once
+
+#include <atomic>
+#include <exception>
+#include <vector>
+
+#include "env.hpp"
+#include "mesh.hpp"
+#include "plan.hpp"
+#include "reduce.hpp"
+#include "strata/types.hpp"
+
+namespace strata {
+
+struct Buffers {
+  const void* input;
+  void* output;
+  void* scratch;
+};
+
+class Engine {
+ public:
+  Engine(int rank, int nranks, Mesh mesh, const Config& cfg);
+  ~Engine();
+
+  // Runs one plan to completion. After any failure the engine stays failed: this and every
+  // later call throws the first error (the links' byte streams are no longer in step).
+  void execute(const Plan& plan, const Buffers& bufs, DataType type, ReduceOp op);
+  // Tells every peer this rank is leaving on purpose (destroy), so they do not report it.
+  void say_goodbye();
+  // Callable from any thread: running and later operations fail, connections are shut
+  // down so peers see this rank leave.
+  void abort();
+
+ private:
+  void run_round(const Plan& plan, size_t round, const Buffers& bufs, DataType type, ReduceOp op);
+  void wait_links();
+  void check_control();  // throws on a dead, departed or aborting peer
+  [[noreturn]] void fail_stuck();
+  void fail(std::exception_ptr e, int culprit);
+
+  int rank_, nranks_;
+  Mesh mesh_;
+  Config cfg_;
+  std::vector<Link*> active_;
+  std::vector<bool> peer_left_;  // said goodbye
+  std::exception_ptr failed_;
+  std::atomic<bool> aborted_{false};
+};
+
+}  // namespace strata

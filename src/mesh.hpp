@@ -1,0 +1,28 @@
+// Connection setup: every rank of a communicator connects to every other one, a control
+// socket per peer (liveness, goodbye and abort notices) plus a data link chosen by host
+// identity: shared memory on the same host, tcp otherwise (STRATA_TRANSPORT forces one).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "bootstrap/bootstrap.hpp"
+#include "env.hpp"
+#include "transports/transport.hpp"
+
+namespace strata {
+
+struct Mesh {
+  std::vector<std::unique_ptr<Link>> links;  // by peer rank; null for this rank
+  std::vector<net::Fd> control;              // by peer rank; invalid for this rank
+};
+
+// Hosts of ranks a and b share memory and neither forces tcp.
+bool use_shm(const bootstrap::RankInfo& a, const bootstrap::RankInfo& b);
+
+// Collective over the ranks in `table`. `listener` is where this rank accepts (its port is
+// table[rank].listen's); connections must present `secret` and `comm_tag`.
+Mesh connect_mesh(int rank, const std::vector<bootstrap::RankInfo>& table, const net::Fd& listener,
+                  const bootstrap::Secret& secret, uint64_t comm_tag, const Config& cfg, net::Deadline deadline);
+
+}  // namespace strata

@@ -1,0 +1,18 @@
+// Element-wise reduction kernels: dst[i] = dst[i] (op) src[i].
+#pragma once
+
+#include <cstddef>
+
+#include "strata/types.hpp"
+
+namespace strata {
+
+using ReduceFn = void (*)(void* dst, const void* src, size_t count);
+
+// avg reduces with sum; finalize() divides by the number of ranks at the end.
+ReduceFn reduce_fn(DataType type, ReduceOp op);
+
+// Applies the op's final step to `count` elements in place (avg: divide by nranks).
+void finalize(void* buf, size_t count, DataType type, ReduceOp op, int nranks);
+
+}  // namespace strata

@@ -1,0 +1,42 @@
+// TCP transport: one or more non-blocking sockets per peer; large transfers are striped.
+#pragma once
+
+#include <deque>
+#include <vector>
+
+#include "net/socket.hpp"
+#include "transports/transport.hpp"
+
+namespace strata {
+
+class TcpLink final : public Link {
+ public:
+  TcpLink(int peer, std::vector<net::Fd> sockets, size_t staging_bytes);
+  const char* name() const override { return "tcp"; }
+  void post_send(const void* buf, size_t bytes) override;
+  void post_recv(void* buf, size_t bytes, ReduceFn reduce, size_t elem_size) override;
+  bool progress() override;
+  bool idle() const override;
+  void wait_fds(std::vector<pollfd>& out) const override;
+
+ private:
+  struct Piece {
+    char* buf;
+    size_t len, done;
+    ReduceFn reduce;
+    size_t elem_size;
+  };
+  struct Stream {
+    net::Fd fd;
+    std::deque<Piece> sends, recvs;
+    std::vector<char> staging;  // incoming bytes waiting to be reduced
+    size_t staged = 0;
+  };
+  bool send_some(Stream& s);
+  bool recv_some(Stream& s);
+  [[noreturn]] void fail(const char* what, int err) const;
+
+  std::vector<Stream> streams_;
+};
+
+}  // namespace strata
