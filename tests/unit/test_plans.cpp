@@ -1,0 +1,232 @@
+// Symbolic check of every plan: all ranks' plans are replayed together with no processes,
+// each element carrying the set of (rank, index) contributions it holds. The result must
+// hold every expected contribution exactly once, transfers must pair up in FIFO order
+// with equal sizes, nothing may deadlock, and no step may touch memory outside its buffer
+// or race with another transfer of its round.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithms.hpp"
+
+namespace strata {
+namespace {
+
+using Elem = std::vector<std::pair<int, size_t>>;  // sorted multiset of contributions
+
+struct Region {
+  size_t base, size;
+};
+
+struct RankSim {
+  std::vector<Elem> arena;
+  Region in, out, scratch;
+  Plan plan;
+  size_t round = 0;  // the next round to start
+  int pending = 0;
+
+  Elem* at(Ref r, size_t n, const char* what) {
+    Region g = r.buf == Buf::input ? in : r.buf == Buf::output ? out : scratch;
+    EXPECT_LE(r.offset + n, g.size) << what << " step out of bounds";
+    if (r.offset + n > g.size) throw std::runtime_error("out of bounds");
+    return &arena[g.base + r.offset];
+  }
+};
+
+struct Transfer {
+  std::vector<Elem> data;  // send: snapshot at post time
+  Elem* dst;               // recv
+  size_t n;
+  bool reduce;
+  int* pending;
+};
+
+Elem merge(const Elem& a, const Elem& b) {
+  Elem m(a);
+  m.insert(m.end(), b.begin(), b.end());
+  std::sort(m.begin(), m.end());
+  return m;
+}
+
+struct Case {
+  Collective coll;
+  Algo algo;
+  int n;
+  size_t count;
+  int root;
+  bool in_place;
+};
+
+std::string describe(const Case& c) {
+  return std::string(name(c.coll)) + "/" + name(c.algo) + " n=" + std::to_string(c.n) + " count=" +
+         std::to_string(c.count) + " root=" + std::to_string(c.root) + (c.in_place ? " in-place" : "");
+}
+
+// Input and output element counts per rank, as the API defines them.
+std::pair<size_t, size_t> sizes(const Case& c) {
+  size_t n = static_cast<size_t>(c.n);
+  switch (c.coll) {
+    case Collective::reduce_scatter: return {c.count * n, c.count};
+    case Collective::all_gather: return {c.count, c.count * n};
+    case Collective::all_to_all: return {c.count * n, c.count * n};
+    case Collective::barrier: return {0, 0};
+    default: return {c.count, c.count};
+  }
+}
+
+void run(const Case& c) {
+  SCOPED_TRACE(describe(c));
+  const int n = c.n;
+  auto [in_n, out_n] = sizes(c);
+  std::vector<RankSim> ranks(n);
+  for (int r = 0; r < n; ++r) {
+    RankSim& s = ranks[r];
+    CollArgs a{c.coll, c.count, 4, c.root, r, n, c.in_place, 3};
+    s.plan = build_plan(c.algo, a);
+    // Lay out the arena; in place, input and output share storage as the API defines.
+    s.out = {0, out_n};
+    size_t used = out_n;
+    if (c.in_place && c.coll == Collective::all_gather) s.in = {static_cast<size_t>(r) * c.count, in_n};
+    else if (c.in_place && c.coll == Collective::reduce_scatter) s.in = {0, in_n}, s.out = {static_cast<size_t>(r) * c.count, out_n}, used = in_n;
+    else if (c.in_place) s.in = {0, in_n};
+    else s.in = {used, in_n}, used += in_n;
+    s.scratch = {used, s.plan.scratch_count};
+    s.arena.resize(used + s.plan.scratch_count);
+    for (size_t i = 0; i < in_n; ++i) s.arena[s.in.base + i] = {{r, i}};
+  }
+  std::map<std::pair<int, int>, std::deque<Transfer>> sends, recvs;  // (from, to)
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (int r = 0; r < n; ++r) {
+      RankSim& s = ranks[r];
+      while (s.pending == 0 && s.round < s.plan.rounds()) {
+        progress = true;
+        std::vector<std::pair<size_t, size_t>> written, read;  // arena ranges of this round's transfers
+        for (size_t i = s.plan.round_begin[s.round]; i < s.plan.round_end(s.round); ++i) {
+          const Step& st = s.plan.steps[i];
+          switch (st.kind) {
+            case StepKind::copy: {
+              std::vector<Elem> tmp(s.at(st.src, st.count, "copy"), s.at(st.src, st.count, "copy") + st.count);
+              std::copy(tmp.begin(), tmp.end(), s.at(st.dst, st.count, "copy"));
+              break;
+            }
+            case StepKind::reduce: {
+              Elem* d = s.at(st.dst, st.count, "reduce");
+              Elem* src = s.at(st.src, st.count, "reduce");
+              for (size_t k = 0; k < st.count; ++k) d[k] = merge(d[k], src[k]);
+              break;
+            }
+            case StepKind::finalize: s.at(st.dst, st.count, "finalize"); break;
+            case StepKind::send: {
+              Elem* src = s.at(st.src, st.count, "send");
+              read.push_back({static_cast<size_t>(src - s.arena.data()), st.count});
+              sends[{r, st.peer}].push_back({std::vector<Elem>(src, src + st.count), nullptr, st.count, false, &s.pending});
+              ++s.pending;
+              break;
+            }
+            case StepKind::recv:
+            case StepKind::recv_reduce: {
+              Elem* d = s.at(st.dst, st.count, "recv");
+              written.push_back({static_cast<size_t>(d - s.arena.data()), st.count});
+              recvs[{st.peer, r}].push_back({{}, d, st.count, st.kind == StepKind::recv_reduce, &s.pending});
+              ++s.pending;
+              break;
+            }
+          }
+          EXPECT_NE(st.peer, r) << "a transfer to self";
+        }
+        ++s.round;
+        // Within a round, received data must not land where another transfer reads or writes.
+        for (size_t i = 0; i < written.size(); ++i) {
+          auto overlaps = [&](std::pair<size_t, size_t> a) {
+            return a.first < written[i].first + written[i].second && written[i].first < a.first + a.second;
+          };
+          for (auto& rd : read) EXPECT_FALSE(overlaps(rd)) << "round " << s.round << " receives into memory it sends";
+          for (size_t j = i + 1; j < written.size(); ++j) EXPECT_FALSE(overlaps(written[j])) << "two receives overlap";
+        }
+      }
+    }
+    for (auto& [key, q] : sends) {
+      auto& rq = recvs[key];
+      while (!q.empty() && !rq.empty()) {
+        Transfer s = std::move(q.front()), d = rq.front();
+        q.pop_front();
+        rq.pop_front();
+        ASSERT_EQ(s.n, d.n) << "transfer " << key.first << "->" << key.second << " sizes differ";
+        for (size_t k = 0; k < s.n; ++k) d.dst[k] = d.reduce ? merge(d.dst[k], s.data[k]) : s.data[k];
+        --*s.pending;
+        --*d.pending;
+        progress = true;
+      }
+    }
+  }
+  for (int r = 0; r < n; ++r) {
+    ASSERT_EQ(ranks[r].pending, 0) << "rank " << r << " deadlocked in round " << ranks[r].round;
+    ASSERT_GE(ranks[r].round, ranks[r].plan.rounds()) << "rank " << r << " did not finish";
+  }
+  for (auto& [key, q] : sends) EXPECT_TRUE(q.empty()) << "unmatched send " << key.first << "->" << key.second;
+
+  // Expected contents of every output element.
+  for (int r = 0; r < n; ++r) {
+    if (c.coll == Collective::reduce && r != c.root) continue;
+    RankSim& s = ranks[r];
+    for (size_t i = 0; i < out_n; ++i) {
+      Elem want;
+      size_t blk = c.count ? i / c.count : 0, off = c.count ? i % c.count : 0;
+      switch (c.coll) {
+        case Collective::all_reduce:
+        case Collective::reduce:
+          for (int q = 0; q < n; ++q) want.push_back({q, i});
+          break;
+        case Collective::reduce_scatter:
+          for (int q = 0; q < n; ++q) want.push_back({q, static_cast<size_t>(r) * c.count + i});
+          break;
+        case Collective::all_gather: want = {{static_cast<int>(blk), off}}; break;
+        case Collective::broadcast: want = {{c.root, i}}; break;
+        case Collective::all_to_all: want = {{static_cast<int>(blk), static_cast<size_t>(r) * c.count + off}}; break;
+        case Collective::barrier: break;
+      }
+      ASSERT_EQ(s.arena[s.out.base + i], want) << "rank " << r << " output element " << i;
+    }
+  }
+}
+
+TEST(Plans, EveryAlgorithmDeliversEachContributionExactlyOnce) {
+  const Collective colls[] = {Collective::all_reduce, Collective::reduce_scatter, Collective::all_gather,
+                              Collective::broadcast,  Collective::reduce,         Collective::all_to_all,
+                              Collective::barrier};
+  const Algo algos[] = {Algo::ring, Algo::tree, Algo::recursive_doubling, Algo::direct};
+  int cases = 0;
+  for (Collective coll : colls)
+    for (Algo algo : algos) {
+      if (!supports(algo, coll)) continue;
+      for (int n = 1; n <= 9; ++n)
+        for (size_t count : {size_t(1), size_t(2), size_t(5), size_t(13)})
+          for (int root = 0; root < n; root += (n > 3 ? n - 1 : 1))
+            for (bool in_place : {false, true}) {
+              bool rooted = coll == Collective::broadcast || coll == Collective::reduce;
+              if (!rooted && root != 0) continue;
+              run({coll, algo, n, count, root, in_place});
+              if (HasFatalFailure()) return;
+              ++cases;
+            }
+    }
+  EXPECT_GT(cases, 1000);
+}
+
+TEST(Plans, DefaultChoiceIsAlwaysSupported) {
+  for (int c = 0; c <= static_cast<int>(Collective::barrier); ++c)
+    for (size_t count : {size_t(1), size_t(1000), size_t(1) << 24})
+      for (int n : {1, 2, 3, 8, 64}) {
+        CollArgs a{static_cast<Collective>(c), count, 4, 0, 0, n, false, 1024};
+        EXPECT_TRUE(supports(default_algo(a), a.coll)) << name(a.coll);
+      }
+}
+
+}  // namespace
+}  // namespace strata
