@@ -1,0 +1,51 @@
+// strata-run: starts N local ranks of a command, the way Strata jobs run on one machine.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "job.hpp"
+#include "job_env.hpp"
+#include "options.hpp"
+#include "signals.hpp"
+
+extern char** environ;
+
+namespace {
+
+// With 0, 1 or 2 closed, a pipe could be created on one of those numbers and then be
+// mistaken for (or clobbered as) a standard stream in a rank.
+void ensure_standard_fds_open() {
+  for (int fd = 0; fd <= 2; ++fd)
+    if (::fcntl(fd, F_GETFD) < 0) ::open("/dev/null", O_RDWR);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace strata::launcher;
+  ensure_standard_fds_open();
+
+  ParseResult parsed = parse_options(argc, argv);
+  switch (parsed.action) {
+    case ParseResult::Action::help:
+      std::fputs(usage_text().c_str(), stdout);
+      return 0;
+    case ParseResult::Action::usage_error:
+      std::fprintf(stderr, "strata-run: %s\n\n%s", parsed.error.c_str(), usage_text().c_str());
+      return 2;
+    case ParseResult::Action::run:
+      break;
+  }
+
+  try {
+    install_signal_handlers();
+    Job job(parsed.options, make_job_identity(), environ);
+    return job.run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata-run: %s\n", e.what());
+    return 1;
+  }
+}

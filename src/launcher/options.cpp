@@ -1,0 +1,193 @@
+#include "options.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <string_view>
+
+namespace strata::launcher {
+namespace {
+
+// Returns an error message, or an empty string when the value was accepted.
+using ApplyFn = std::string (*)(Options&, std::string_view value);
+
+// One entry per option: adding an option (--hosts, --link-rate, ...) means adding a field
+// to Options and a row here; parsing and the usage text follow from the table.
+struct OptionSpec {
+  char short_name;              // 0: no short form
+  std::string_view long_name;   // without the leading "--"
+  std::string_view value_name;  // empty: a flag that takes no value
+  std::string_view help;
+  ApplyFn apply;
+};
+
+std::string parse_nranks(Options& o, std::string_view v) {
+  int n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size() || n < 1)
+    return "-n needs a whole number of ranks >= 1, got '" + std::string(v) + "'";
+  o.nranks = n;
+  return {};
+}
+
+std::string parse_grace(Options& o, std::string_view v) {
+  // A day is far beyond any sensible grace period and keeps the deadline arithmetic safe.
+  constexpr double kMaxGrace = 86400.0;
+  std::string s(v);
+  char* end = nullptr;
+  double g = s.empty() ? NAN : std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || !std::isfinite(g) || g < 0 || g > kMaxGrace)
+    return "--grace needs a number of seconds between 0 and 86400, got '" + s + "'";
+  o.grace_seconds = g;
+  return {};
+}
+
+const OptionSpec kOptions[] = {
+    {'n', "nranks", "N", "number of ranks to start (required, at least 1)", parse_nranks},
+    {0, "grace", "SEC",
+     "wait between SIGTERM and SIGKILL when stopping ranks (default 2)",
+     parse_grace},
+    {0, "no-prefix", "", "do not prefix output lines with \"[RANK] \"",
+     [](Options& o, std::string_view) {
+       o.prefix_output = false;
+       return std::string();
+     }},
+    {'h', "help", "", "print this help and exit",
+     [](Options& o, std::string_view) {
+       o.show_help = true;
+       return std::string();
+     }},
+};
+
+const OptionSpec* find_long(std::string_view name) {
+  for (const auto& spec : kOptions)
+    if (spec.long_name == name) return &spec;
+  return nullptr;
+}
+
+const OptionSpec* find_short(char c) {
+  for (const auto& spec : kOptions)
+    if (spec.short_name != 0 && spec.short_name == c) return &spec;
+  return nullptr;
+}
+
+ParseResult usage_error(std::string message) {
+  ParseResult r;
+  r.action = ParseResult::Action::usage_error;
+  r.error = std::move(message);
+  return r;
+}
+
+}  // namespace
+
+ParseResult parse_options(int argc, const char* const* argv) {
+  ParseResult result;
+  Options& opts = result.options;
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg.size() < 2 || arg[0] != '-') break;  // the command starts here ("-" included)
+
+    const OptionSpec* spec = nullptr;
+    std::string_view shown;  // the option as the user spelled it, for messages
+    std::string_view inline_value;
+    bool has_inline_value = false;
+    if (arg.starts_with("--")) {
+      std::string_view name = arg.substr(2);
+      if (auto eq = name.find('='); eq != std::string_view::npos) {
+        inline_value = name.substr(eq + 1);
+        has_inline_value = true;
+        name = name.substr(0, eq);
+      }
+      spec = find_long(name);
+      shown = arg.substr(0, 2 + name.size());
+    } else {
+      spec = find_short(arg[1]);
+      shown = arg.substr(0, 2);
+      // "-n4" carries its value; a flag must stand alone (no bundling like "-hx").
+      if (spec != nullptr && arg.size() > 2) {
+        if (spec->value_name.empty())
+          return usage_error("unknown option '" + std::string(arg) + "'");
+        inline_value = arg.substr(2);
+        has_inline_value = true;
+      }
+    }
+    if (spec == nullptr) return usage_error("unknown option '" + std::string(shown) + "'");
+
+    std::string_view value;
+    if (!spec->value_name.empty()) {
+      if (has_inline_value) {
+        value = inline_value;
+      } else if (i + 1 < argc) {
+        value = argv[++i];
+      } else {
+        return usage_error("option '" + std::string(shown) + "' needs a value (" +
+                           std::string(spec->value_name) + ")");
+      }
+    } else if (has_inline_value) {
+      return usage_error("option '" + std::string(shown) + "' takes no value");
+    }
+    if (std::string err = spec->apply(opts, value); !err.empty()) return usage_error(err);
+  }
+  for (; i < argc; ++i) opts.command.emplace_back(argv[i]);
+
+  if (opts.show_help) {
+    result.action = ParseResult::Action::help;
+    return result;
+  }
+  if (opts.nranks == 0) return usage_error("missing -n N (the number of ranks)");
+  if (opts.command.empty()) return usage_error("missing the command to run");
+  return result;
+}
+
+std::string usage_text() {
+  std::string s =
+      "usage: strata-run -n N [options] [--] COMMAND [ARGS...]\n"
+      "\n"
+      "Starts N ranks of COMMAND on this machine and forwards their output.\n"
+      "\n"
+      "options:\n";
+  for (const auto& spec : kOptions) {
+    std::string left = "  ";
+    left += spec.short_name ? std::string{'-', spec.short_name, ','} + " " : std::string("    ");
+    left += "--" + std::string(spec.long_name);
+    if (!spec.value_name.empty()) left += " " + std::string(spec.value_name);
+    if (left.size() < 22) left.resize(22, ' ');
+    else left += "  ";
+    s += left + std::string(spec.help) + "\n";
+  }
+  s +=
+      "\n"
+      "Options end at \"--\" or at the first argument that is not an option.\n"
+      "\n"
+      "Each rank runs in its own process group with stdin from /dev/null and gets:\n"
+      "  STRATA_RANK, STRATA_LOCAL_RANK        0..N-1\n"
+      "  STRATA_WORLD_SIZE, STRATA_LOCAL_SIZE  N\n"
+      "  STRATA_ROOT                           127.0.0.1:PORT, a free port rank 0 listens on\n"
+      "  STRATA_SECRET                         32 hex digits, fresh for every job\n"
+      "These are always set anew, replacing any values strata-run itself inherited, so a\n"
+      "strata-run started from inside a job starts an independent job.\n"
+      "\n"
+      "Every line a rank writes is printed as \"[RANK] line\", stdout to stdout and\n"
+      "stderr to stderr; lines of different ranks never mix.\n"
+      "\n"
+      "When a rank fails (non-zero exit or killed by a signal), or strata-run gets\n"
+      "SIGINT, SIGTERM or SIGHUP, every rank's process group gets SIGTERM, and SIGKILL\n"
+      "after the grace period (at once on a second signal). When all ranks have exited,\n"
+      "processes they left behind in their process groups are killed.\n"
+      "\n"
+      "exit status:\n"
+      "  0      every rank exited with status 0\n"
+      "  S      the first rank that failed exited with status S (127: command not found)\n"
+      "  128+K  the first rank that failed was killed by signal K, or strata-run itself\n"
+      "         got signal K (130 for Ctrl-C)\n"
+      "  2      usage error\n"
+      "  1      strata-run could not start the job\n";
+  return s;
+}
+
+}  // namespace strata::launcher

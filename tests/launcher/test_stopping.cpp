@@ -1,0 +1,149 @@
+// Ranks that fail, and stopping a job: strata-run's exit status and that no rank survives.
+#include <signal.h>
+#include <string.h>
+
+#include <regex>
+#include <thread>
+
+#include "launcher_process.hpp"
+
+namespace launcher_test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A rank that records its own pid and its child's, then waits for the child: stopping it
+// must stop both, the rank's whole process group.
+const std::string kWaitForever = "sleep 30 & record child $!; record rank $$; wait";
+
+TEST(Stopping, AllRanksSucceed) {
+  LaunchResult r = run_launcher({"-n", "3", "/bin/sh", "-c", "exit 0"});
+  EXPECT_EQ(r.exit_code(), 0) << r.err;
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(Stopping, FailingRankStopsTheOthers) {
+  TempDir dir;
+  std::string script =
+      std::string(kRecordFn) +
+      "if [ \"$STRATA_RANK\" = 2 ]; then record rank $$; await_ranks 4; exit 3; fi; " +
+      kWaitForever;
+  LaunchResult r = run_launcher({"-n", "4", "/bin/sh", "-c", script}, {dir.env()});
+  EXPECT_EQ(r.exit_code(), 3) << "the failing rank's status";
+  EXPECT_LT(r.seconds, 10);
+  EXPECT_TRUE(contains(r.err, "strata-run: rank 2 exited with status 3\n"));
+  std::set<pid_t> pids = recorded_pids(dir.path());
+  EXPECT_EQ(pids.size(), 7u) << "4 ranks and 3 children";
+  EXPECT_EQ(survivors(pids), std::set<pid_t>{});
+}
+
+TEST(Stopping, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
+  TempDir dir;
+  std::string script = std::string(kRecordFn) +
+                       "if [ \"$STRATA_RANK\" = 0 ]; then await_ranks 1; exit 1; fi; "
+                       "trap '' TERM; " + kWaitForever;
+  LaunchResult r =
+      run_launcher({"--grace", "0.5", "-n", "2", "/bin/sh", "-c", script}, {dir.env()});
+  EXPECT_EQ(r.exit_code(), 1);
+  EXPECT_GE(r.seconds, 0.5) << "SIGKILL came before the grace period was over";
+  EXPECT_LT(r.seconds, 5);
+  EXPECT_TRUE(contains(r.err, "strata-run: rank 0 exited with status 1\n"));
+  EXPECT_TRUE(contains(r.err, "sending SIGKILL"));
+  std::set<pid_t> pids = recorded_pids(dir.path());
+  EXPECT_EQ(pids.size(), 2u);
+  EXPECT_EQ(survivors(pids), std::set<pid_t>{});
+}
+
+TEST(Stopping, RankKilledBySignalIsReported) {
+  TempDir dir;
+  std::string script = std::string(kRecordFn) +
+                       "if [ \"$STRATA_RANK\" = 1 ]; then await_ranks 1; kill -KILL $$; fi; " +
+                       kWaitForever;
+  LaunchResult r = run_launcher({"-n", "2", "/bin/sh", "-c", script}, {dir.env()});
+  EXPECT_EQ(r.exit_code(), 128 + SIGKILL);
+  EXPECT_LT(r.seconds, 10);
+  EXPECT_TRUE(contains(r.err, "strata-run: rank 1 killed by signal SIGKILL\n"));
+  EXPECT_EQ(survivors(recorded_pids(dir.path())), std::set<pid_t>{});
+}
+
+TEST(Stopping, CommandNotFound) {
+  LaunchResult r = run_launcher({"-n", "2", "strata-no-such-command"});
+  EXPECT_EQ(r.exit_code(), 127);
+  EXPECT_LT(r.seconds, 10);
+  // The first rank to fail gets the others stopped, possibly before they reach exec: only
+  // one message is certain.
+  EXPECT_TRUE(std::regex_search(
+      r.err, std::regex(R"(\[(\d)\] strata-run: rank \1: cannot execute strata-no-such-command: )"
+                        R"(No such file or directory\n)")))
+      << r.err;
+  EXPECT_TRUE(
+      std::regex_search(r.err, std::regex(R"(strata-run: rank \d exited with status 127\n)")))
+      << r.err;
+
+  LaunchResult by_path = run_launcher({"-n", "1", "/nonexistent/dir/prog"});
+  EXPECT_EQ(by_path.exit_code(), 127);
+  EXPECT_TRUE(contains(by_path.err, "cannot execute /nonexistent/dir/prog"));
+}
+
+TEST(Stopping, LeftoverBackgroundProcessesDoNotHoldTheJob) {
+  // The background sleep keeps the rank's stdout open; the job still ends with the rank.
+  TempDir dir;
+  std::string script = std::string(kRecordFn) + "sleep 30 & record child $!; echo done";
+  LaunchResult r = run_launcher({"-n", "2", "/bin/sh", "-c", script}, {dir.env()});
+  EXPECT_EQ(r.exit_code(), 0) << r.err;
+  EXPECT_LT(r.seconds, 5);
+  EXPECT_TRUE(contains(r.out, "[1] done\n"));
+  std::set<pid_t> pids = recorded_pids(dir.path());
+  EXPECT_EQ(pids.size(), 2u);
+  EXPECT_EQ(survivors(pids), std::set<pid_t>{});
+}
+
+class SignalToLauncher : public ::testing::TestWithParam<int> {};
+
+TEST_P(SignalToLauncher, StopsAllRanks) {
+  const int sig = GetParam();
+  TempDir dir;
+  Launch launch({"-n", "3", "/bin/sh", "-c", std::string(kRecordFn) + kWaitForever},
+                {dir.env()});
+  ASSERT_TRUE(wait_for_recorded(dir.path(), 6, 5000ms)) << "ranks did not start";
+  kill(launch.pid(), sig);
+  LaunchResult r = launch.finish();
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code(), 128 + sig);
+  EXPECT_LT(r.seconds, 8);
+  EXPECT_TRUE(contains(r.err, "strata-run: got SIG"));
+  EXPECT_EQ(survivors(recorded_pids(dir.path())), std::set<pid_t>{});
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, SignalToLauncher, ::testing::Values(SIGINT, SIGTERM, SIGHUP),
+                         [](const auto& info) { return std::string(sigabbrev_np(info.param)); });
+
+TEST(Stopping, SecondSignalKillsAtOnce) {
+  TempDir dir;
+  Launch launch({"--grace", "20", "-n", "2", "/bin/sh", "-c",
+                 std::string(kRecordFn) + "trap '' TERM; " + kWaitForever},
+                {dir.env()});
+  ASSERT_TRUE(wait_for_recorded(dir.path(), 4, 5000ms));
+  kill(launch.pid(), SIGTERM);
+  std::this_thread::sleep_for(200ms);
+  kill(launch.pid(), SIGTERM);
+  LaunchResult r = launch.finish();
+  EXPECT_EQ(r.exit_code(), 128 + SIGTERM);
+  EXPECT_LT(r.seconds, 8) << "did not wait for the 20 s grace period";
+  EXPECT_EQ(survivors(recorded_pids(dir.path())), std::set<pid_t>{});
+}
+
+TEST(Stopping, RanksDieWithAKilledLauncher) {
+  // SIGKILL leaves strata-run no chance to clean up; the ranks must not live on.
+  TempDir dir;
+  Launch launch(
+      {"-n", "2", "/bin/sh", "-c", std::string(kRecordFn) + "record rank $$; exec sleep 30"},
+      {dir.env()});
+  ASSERT_TRUE(wait_for_recorded(dir.path(), 2, 5000ms));
+  kill(launch.pid(), SIGKILL);
+  launch.finish();
+  EXPECT_EQ(survivors(recorded_pids(dir.path())), std::set<pid_t>{});
+}
+
+}  // namespace
+}  // namespace launcher_test
