@@ -1,0 +1,137 @@
+#include "numeric.hpp"
+
+#include <cmath>
+#include <cstring>
+
+namespace perf {
+
+namespace {
+
+uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+float float_of(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+template <class T>
+void put(void* buf, size_t i, T v) {
+  std::memcpy(static_cast<char*>(buf) + i * sizeof(T), &v, sizeof(T));
+}
+
+template <class T>
+T get(const void* buf, size_t i) {
+  T v;
+  std::memcpy(&v, static_cast<const char*>(buf) + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+// Through int64 so that out-of-range values wrap (C++20 defines the narrowing).
+template <class T>
+T wrap_signed(double v) {
+  return static_cast<T>(static_cast<int64_t>(v));
+}
+
+template <class T>
+T wrap_unsigned(double v) {
+  if (v < 0) return static_cast<T>(static_cast<int64_t>(v));
+  return static_cast<T>(static_cast<uint64_t>(v));
+}
+
+}  // namespace
+
+uint16_t float_to_half(float f) {
+  const uint32_t x = bits_of(f);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t abs = x & 0x7fffffffu;
+  if (abs >= 0x7f800000u) {  // inf or NaN
+    return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
+  }
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to >= 65520
+  if (abs < 0x38800000u) {  // below the smallest normal half (2^-14): subnormal or zero
+    // Scale so that one half-subnormal ulp (2^-24) becomes 1.0 and round to nearest even.
+    const float scaled = float_of(abs) * 16777216.0f;  // exact: a power of two
+    const float r = std::nearbyint(scaled);           // default rounding: to nearest even
+    return static_cast<uint16_t>(sign | static_cast<uint16_t>(r));
+  }
+  // Normal: rebias the exponent, round 13 dropped mantissa bits to nearest even.
+  uint32_t m = abs - 0x38000000u;  // exponent bias 127 -> 15
+  const uint32_t lsb = (m >> 13) & 1u;
+  m += 0x0fffu + lsb;
+  return static_cast<uint16_t>(sign | static_cast<uint16_t>(m >> 13));
+}
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  const uint32_t man = h & 0x3ffu;
+  if (exp == 0) {
+    const float v = std::ldexp(static_cast<float>(man), -24);
+    return sign ? -v : v;
+  }
+  if (exp == 31) return float_of(sign | 0x7f800000u | (man << 13));
+  return float_of(sign | ((exp + 112u) << 23) | (man << 13));
+}
+
+uint16_t float_to_bf16(float f) {
+  uint32_t x = bits_of(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>(x >> 16);
+}
+
+float bf16_to_float(uint16_t b) { return float_of(static_cast<uint32_t>(b) << 16); }
+
+void store(DType t, void* buf, size_t i, double v) {
+  switch (t) {
+    case DType::int8: put(buf, i, wrap_signed<int8_t>(v)); return;
+    case DType::uint8: put(buf, i, wrap_unsigned<uint8_t>(v)); return;
+    case DType::int32: put(buf, i, wrap_signed<int32_t>(v)); return;
+    case DType::uint32: put(buf, i, wrap_unsigned<uint32_t>(v)); return;
+    case DType::int64: put(buf, i, wrap_signed<int64_t>(v)); return;
+    case DType::uint64: put(buf, i, wrap_unsigned<uint64_t>(v)); return;
+    case DType::half: put(buf, i, float_to_half(static_cast<float>(v))); return;
+    case DType::bfloat16: put(buf, i, float_to_bf16(static_cast<float>(v))); return;
+    case DType::float32: put(buf, i, static_cast<float>(v)); return;
+    case DType::float64: put(buf, i, v); return;
+  }
+}
+
+double load(DType t, const void* buf, size_t i) {
+  switch (t) {
+    case DType::int8: return get<int8_t>(buf, i);
+    case DType::uint8: return get<uint8_t>(buf, i);
+    case DType::int32: return get<int32_t>(buf, i);
+    case DType::uint32: return get<uint32_t>(buf, i);
+    case DType::int64: return static_cast<double>(get<int64_t>(buf, i));
+    case DType::uint64: return static_cast<double>(get<uint64_t>(buf, i));
+    case DType::half: return half_to_float(get<uint16_t>(buf, i));
+    case DType::bfloat16: return bf16_to_float(get<uint16_t>(buf, i));
+    case DType::float32: return get<float>(buf, i);
+    case DType::float64: return get<double>(buf, i);
+  }
+  return 0;
+}
+
+double round_to(DType t, double v) {
+  unsigned char tmp[8];
+  store(t, tmp, 0, v);
+  return load(t, tmp, 0);
+}
+
+double epsilon(DType t) {
+  switch (t) {
+    case DType::half: return std::ldexp(1.0, -11);
+    case DType::bfloat16: return std::ldexp(1.0, -8);
+    case DType::float32: return std::ldexp(1.0, -24);
+    case DType::float64: return std::ldexp(1.0, -53);
+    default: return 0;
+  }
+}
+
+}  // namespace perf

@@ -1,0 +1,275 @@
+#include "options.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+namespace perf {
+
+namespace {
+
+bool parse_int(std::string_view s, long long lo, long long hi, long long& out) {
+  if (s.empty()) return false;
+  std::string str(s);
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(str.c_str(), &end, 0);
+  if (errno != 0 || end == str.c_str() || *end != '\0' || v < lo || v > hi) return false;
+  out = v;
+  return true;
+}
+
+struct Flag {
+  char short_name;
+  const char* long_name;
+};
+
+// Every flag takes a value except -h.
+const std::vector<Flag>& flags() {
+  static const std::vector<Flag> v = {
+      {'b', "minbytes"}, {'e', "maxbytes"}, {'i', "stepbytes"},    {'f', "stepfactor"},
+      {'n', "iters"},    {'w', "warmup_iters"}, {'c', "check"},    {'d', "datatype"},
+      {'o', "op"},       {'r', "root"},     {'a', "average"},      {'z', "blocking"},
+      {'t', "nthreads"}, {'g', "ngpus"},    {'m', "agg_iters"},    {'p', "parallel_init"},
+      {'y', "stream_null"}, {'G', "cudagraph"}, {'C', "report_cputime"}, {'J', "json"},
+  };
+  return v;
+}
+
+const Flag* find_short(char c) {
+  for (const Flag& f : flags())
+    if (f.short_name == c) return &f;
+  return nullptr;
+}
+
+const Flag* find_long(std::string_view name) {
+  for (const Flag& f : flags())
+    if (name == f.long_name) return &f;
+  return nullptr;
+}
+
+std::string apply(Options& o, char flag, const std::string& value) {
+  long long n = 0;
+  auto bad = [&](const char* what) {
+    return std::string("invalid value '") + value + "' for -" + flag + " (" + what + ")";
+  };
+  switch (flag) {
+    case 'b':
+    case 'e':
+    case 'i': {
+      auto v = parse_size(value);
+      if (!v) return bad("expected a size such as 8, 1K, 64M, 1G");
+      (flag == 'b' ? o.min_bytes : flag == 'e' ? o.max_bytes : o.step_bytes) = *v;
+      return {};
+    }
+    case 'f':
+      if (!parse_int(value, 1, 1ll << 30, n)) return bad("expected an integer >= 1");
+      o.step_factor = static_cast<uint64_t>(n);
+      return {};
+    case 'n':
+      if (!parse_int(value, 1, 1ll << 30, n)) return bad("expected an integer >= 1");
+      o.iters = static_cast<int>(n);
+      return {};
+    case 'w':
+      if (!parse_int(value, 0, 1ll << 30, n)) return bad("expected an integer >= 0");
+      o.warmup_iters = static_cast<int>(n);
+      return {};
+    case 'c':
+      if (!parse_int(value, 0, 1000, n)) return bad("expected 0, 1 or a small check count");
+      o.check = static_cast<int>(n);
+      return {};
+    case 'd':
+      if (value == "all") {
+        o.types = all_dtypes();
+      } else if (auto t = parse_dtype(value)) {
+        o.types = {*t};
+      } else {
+        return bad("expected int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double or all");
+      }
+      return {};
+    case 'o':
+      if (value == "all") {
+        o.ops = all_redops();
+      } else if (auto op = parse_redop(value)) {
+        o.ops = {*op};
+      } else {
+        return bad("expected sum prod max min avg or all");
+      }
+      return {};
+    case 'r':
+      if (value == "all") {
+        o.root = -1;
+        return {};
+      }
+      if (!parse_int(value, -1, 1 << 30, n)) return bad("expected a rank >= 0, or -1/all for every root");
+      o.root = static_cast<int>(n);
+      return {};
+    case 'a':
+      if (!parse_int(value, 0, 3, n)) return bad("expected 0=rank0 1=avg 2=min 3=max");
+      o.average = static_cast<Average>(n);
+      return {};
+    case 'z':
+      if (!parse_int(value, 0, 1, n)) return bad("expected 0 or 1");
+      o.blocking = n != 0;
+      return {};
+    case 'C':
+      if (!parse_int(value, 0, 1, n)) return bad("expected 0 or 1");
+      o.report_cputime = n != 0;
+      return {};
+    case 't':
+    case 'g':
+    case 'm':
+      if (!parse_int(value, 1, 1, n)) return bad("only 1 is supported: one rank per process");
+      return {};
+    case 'p':
+    case 'y':
+      if (!parse_int(value, 0, 1, n)) return bad("expected 0 or 1 (accepted and ignored)");
+      return {};
+    case 'G':
+      if (!parse_int(value, 0, 0, n)) return bad("CUDA graphs do not apply; only 0 is accepted");
+      return {};
+    case 'J':
+      if (value.empty()) return bad("expected a file name");
+      o.json_path = value;
+      return {};
+  }
+  return std::string("unknown option -") + flag;
+}
+
+}  // namespace
+
+std::optional<uint64_t> parse_size(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  std::string str(s);
+  if (!(str[0] >= '0' && str[0] <= '9') && str[0] != '.') return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(str.c_str(), &end);
+  if (errno != 0 || end == str.c_str() || !std::isfinite(v) || v < 0) return std::nullopt;
+  std::string_view rest(end);
+  double unit = 1;
+  if (!rest.empty()) {
+    switch (rest[0]) {
+      case 'k': case 'K': unit = 1024.0; break;
+      case 'm': case 'M': unit = 1024.0 * 1024; break;
+      case 'g': case 'G': unit = 1024.0 * 1024 * 1024; break;
+      case 'b': case 'B': break;
+      default: return std::nullopt;
+    }
+    if (rest[0] != 'b' && rest[0] != 'B') rest.remove_prefix(1);
+    if (rest == "iB" || rest == "ib" || rest == "B" || rest == "b") rest = {};
+    if (!rest.empty()) return std::nullopt;
+  }
+  const double bytes = v * unit;
+  if (bytes >= 18446744073709551616.0) return std::nullopt;  // 2^64
+  return static_cast<uint64_t>(bytes);
+}
+
+ParseResult parse_options(const std::vector<std::string>& args, std::optional<Coll> default_coll) {
+  ParseResult r;
+  Options& o = r.options;
+  size_t i = 1;
+  if (i < args.size() && !args[i].empty() && args[i][0] != '-') {
+    auto c = parse_coll(args[i]);
+    if (!c) {
+      r.error = "unknown collective '" + args[i] +
+                "' (expected all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, sendrecv)";
+      return r;
+    }
+    o.coll = *c;
+    ++i;
+  } else if (default_coll) {
+    o.coll = *default_coll;
+  } else {
+    bool wants_help = false;
+    for (size_t j = 1; j < args.size(); ++j) wants_help |= args[j] == "-h" || args[j] == "--help";
+    if (wants_help) {
+      o.help = true;
+      return r;
+    }
+    r.error = "missing the collective: the first word must be one of all_reduce, reduce_scatter, "
+              "all_gather, broadcast, reduce, all_to_all, sendrecv";
+    return r;
+  }
+
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-h" || a == "--help") {
+      o.help = true;
+      return r;
+    }
+    const Flag* f = nullptr;
+    std::string value;
+    bool have_value = false;
+    if (a.size() > 2 && a[0] == '-' && a[1] == '-') {
+      std::string name = a.substr(2);
+      const size_t eq = name.find('=');
+      if (eq != std::string::npos) {
+        value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+        have_value = true;
+      }
+      f = find_long(name);
+      if (!f) {
+        r.error = "unknown option '" + a + "'";
+        return r;
+      }
+    } else if (a.size() >= 2 && a[0] == '-') {
+      f = find_short(a[1]);
+      if (!f) {
+        r.error = "unknown option '" + a + "'";
+        return r;
+      }
+      if (a.size() > 2) {
+        value = a.substr(2);
+        have_value = true;
+      }
+    } else {
+      r.error = "unexpected argument '" + a + "'";
+      return r;
+    }
+    if (!have_value) {
+      if (i + 1 >= args.size()) {
+        r.error = std::string("option -") + f->short_name + "/--" + f->long_name + " needs a value";
+        return r;
+      }
+      value = args[++i];
+    }
+    r.error = apply(o, f->short_name, value);
+    if (!r.error.empty()) return r;
+  }
+
+  if (o.min_bytes > o.max_bytes) {
+    r.error = "invalid sizes for 'minbytes' and 'maxbytes': " + std::to_string(o.min_bytes) + " > " +
+              std::to_string(o.max_bytes);
+  } else if (o.step_factor <= 1 && o.step_bytes == 0 && o.min_bytes < o.max_bytes) {
+    r.error = "stepbytes (-i) must be > 0 when stepfactor (-f) is 1";
+  }
+  return r;
+}
+
+std::string usage(const std::string& program) {
+  return "USAGE: " + program +
+         " <collective> [options]\n"
+         "  collective: all_reduce reduce_scatter all_gather broadcast reduce all_to_all sendrecv\n"
+         "\t[-b,--minbytes <min size in bytes>] (K/M/G suffixes: powers of 1024; default 32M)\n"
+         "\t[-e,--maxbytes <max size in bytes>] (default 32M)\n"
+         "\t[-i,--stepbytes <increment size>] (default 1M; used when -f is 1)\n"
+         "\t[-f,--stepfactor <increment factor>] (default 1)\n"
+         "\t[-n,--iters <iteration count>] (default 20)\n"
+         "\t[-w,--warmup_iters <warmup iteration count>] (default 5)\n"
+         "\t[-c,--check <0/1: check iteration count>] (default 1)\n"
+         "\t[-o,--op <sum/prod/min/max/avg/all>] (default sum)\n"
+         "\t[-d,--datatype <int8/uint8/int32/uint32/int64/uint64/half/bfloat16/float/double/all>] (default float)\n"
+         "\t[-r,--root <root>] (-1 or all: every rank in turn; default 0)\n"
+         "\t[-z,--blocking <0/1>] (barrier after each operation; default 0)\n"
+         "\t[-a,--average <0/1/2/3> report average iteration time <0=RANK0/1=AVG/2=MIN/3=MAX>] (default 1)\n"
+         "\t[-C,--report_cputime <0/1>] (label only: host time is what is measured)\n"
+         "\t[-J,--json <file>] (rank 0 writes the results as JSON)\n"
+         "\t[-t/-g/-m 1, -p/-y 0|1, -G 0] accepted for nccl-tests compatibility\n"
+         "\t[-h,--help]\n";
+}
+
+}  // namespace perf

@@ -1,0 +1,25 @@
+// main() of every driver: parse the command line, start the backend, run, report.
+//   exit 0: done, no wrong elements; 1: wrong elements or a runtime failure;
+//   2: bad command line (or a root/size that does not fit the job).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "backend.hpp"
+#include "options.hpp"
+
+namespace perf {
+
+struct ToolInfo {
+  std::string tool;     // "strata-perf"
+  std::string version;  // "0.1.0"
+};
+
+// Creates the backend (joins the job); throws on failure.
+using BackendFactory = std::function<std::unique_ptr<Backend>(const Options&)>;
+
+int tool_main(int argc, char** argv, const ToolInfo& info, const BackendFactory& make_backend);
+
+}  // namespace perf

@@ -1,0 +1,28 @@
+// MPI datatypes and operators for perf's DType/RedOp. MPI has no half or bfloat16, so
+// reductions on them use a 2-byte derived type with user-defined (commutative) sum, prod,
+// max and min that compute in float and round back. avg has no MPI operator: callers
+// reduce with sum and divide by the rank count afterwards.
+#pragma once
+
+#include <mpi.h>
+
+#include "dtype.hpp"
+
+namespace perf {
+
+class MpiTypes {
+ public:
+  MpiTypes();  // after MPI_Init
+  ~MpiTypes();  // before MPI_Finalize
+  MpiTypes(const MpiTypes&) = delete;
+  MpiTypes& operator=(const MpiTypes&) = delete;
+
+  // `reduction`: the datatype to combine with op(); else a plain type of the same size.
+  MPI_Datatype datatype(DType t, bool reduction) const;
+  MPI_Op op(DType t, RedOp op) const;
+
+ private:
+  MPI_Op user_ops_[4] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};  // sum prod max min
+};
+
+}  // namespace perf

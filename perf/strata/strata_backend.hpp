@@ -1,0 +1,32 @@
+// perf::Backend over a strata::Comm.
+#pragma once
+
+#include "backend.hpp"
+#include "bootstrap.hpp"
+
+namespace perf {
+
+class StrataBackend : public Backend {
+ public:
+  explicit StrataBackend(Joined joined);
+  ~StrataBackend() override;  // Comm::destroy(), then MPI_Finalize when MPI started the job
+
+  std::string name() const override { return "strata"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void run(const CollCall& call) override;
+  void barrier() override;
+  double all_reduce(double v, ScalarOp op) override;
+  void abort() noexcept override;
+
+ private:
+  Joined joined_;
+  int rank_ = 0;
+  int size_ = 1;
+  bool aborted_ = false;
+};
+
+strata::DataType to_strata(DType t);
+strata::ReduceOp to_strata(RedOp op);
+
+}  // namespace perf

@@ -1,0 +1,127 @@
+#include <gtest/gtest.h>
+
+#include "options.hpp"
+
+namespace perf {
+namespace {
+
+ParseResult parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "strata-perf");
+  return parse_options(args);
+}
+
+TEST(ParseSize, PlainAndSuffixes) {
+  EXPECT_EQ(parse_size("8"), 8u);
+  EXPECT_EQ(parse_size("0"), 0u);
+  EXPECT_EQ(parse_size("1K"), 1024u);
+  EXPECT_EQ(parse_size("1k"), 1024u);
+  EXPECT_EQ(parse_size("64M"), 64ull << 20);
+  EXPECT_EQ(parse_size("1G"), 1ull << 30);
+  EXPECT_EQ(parse_size("4g"), 4ull << 30);
+  EXPECT_EQ(parse_size("1.5K"), 1536u);
+  EXPECT_EQ(parse_size("2KB"), 2048u);
+  EXPECT_EQ(parse_size("2KiB"), 2048u);
+  EXPECT_EQ(parse_size("100B"), 100u);
+}
+
+TEST(ParseSize, RejectsBadInput) {
+  for (const char* bad : {"", "K", "-1", "1X", "1KK", "abc", "1 K", "8x", "1e400", " 8", "+8", "1T"})
+    EXPECT_FALSE(parse_size(bad).has_value()) << "'" << bad << "'";
+}
+
+TEST(ParseOptions, Defaults) {
+  ParseResult r = parse({"all_reduce"});
+  ASSERT_EQ(r.error, "");
+  const Options& o = r.options;
+  EXPECT_EQ(o.coll, Coll::all_reduce);
+  EXPECT_EQ(o.min_bytes, 32ull << 20);
+  EXPECT_EQ(o.max_bytes, 32ull << 20);
+  EXPECT_EQ(o.step_bytes, 1ull << 20);
+  EXPECT_EQ(o.step_factor, 1u);
+  EXPECT_EQ(o.iters, 20);
+  EXPECT_EQ(o.warmup_iters, 5);
+  EXPECT_EQ(o.check, 1);
+  EXPECT_EQ(o.types, std::vector<DType>{DType::float32});
+  EXPECT_EQ(o.ops, std::vector<RedOp>{RedOp::sum});
+  EXPECT_EQ(o.root, 0);
+  EXPECT_EQ(o.average, Average::avg);
+  EXPECT_FALSE(o.blocking);
+}
+
+TEST(ParseOptions, NcclTestsCommandLine) {
+  ParseResult r = parse({"reduce_scatter", "-b", "8", "-e", "64M", "-f", "2", "-n", "7", "-w", "3", "-c", "0",
+                         "-d", "bfloat16", "-o", "max", "-a", "3", "-z", "1", "--json", "out.json"});
+  ASSERT_EQ(r.error, "");
+  const Options& o = r.options;
+  EXPECT_EQ(o.coll, Coll::reduce_scatter);
+  EXPECT_EQ(o.min_bytes, 8u);
+  EXPECT_EQ(o.max_bytes, 64ull << 20);
+  EXPECT_EQ(o.step_factor, 2u);
+  EXPECT_EQ(o.iters, 7);
+  EXPECT_EQ(o.warmup_iters, 3);
+  EXPECT_EQ(o.check, 0);
+  EXPECT_EQ(o.types, std::vector<DType>{DType::bfloat16});
+  EXPECT_EQ(o.ops, std::vector<RedOp>{RedOp::max});
+  EXPECT_EQ(o.average, Average::max);
+  EXPECT_TRUE(o.blocking);
+  EXPECT_EQ(o.json_path, "out.json");
+}
+
+TEST(ParseOptions, AttachedValuesLongFormsAndAll) {
+  ParseResult r = parse({"broadcast", "-b1K", "--maxbytes=1M", "--stepbytes", "4K", "-dall", "-o", "all", "-r", "all"});
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(r.options.min_bytes, 1024u);
+  EXPECT_EQ(r.options.max_bytes, 1u << 20);
+  EXPECT_EQ(r.options.step_bytes, 4096u);
+  EXPECT_EQ(r.options.types.size(), 10u);
+  EXPECT_EQ(r.options.ops.size(), 5u);
+  EXPECT_EQ(r.options.root, -1);
+}
+
+TEST(ParseOptions, CollectiveNames) {
+  EXPECT_EQ(parse({"alltoall"}).options.coll, Coll::all_to_all);
+  EXPECT_EQ(parse({"all_to_all"}).options.coll, Coll::all_to_all);
+  EXPECT_EQ(parse({"all_gather_perf"}).options.coll, Coll::all_gather);
+  EXPECT_EQ(parse({"sendrecv"}).options.coll, Coll::sendrecv);
+  EXPECT_EQ(parse({"reduce"}).options.coll, Coll::reduce);
+}
+
+TEST(ParseOptions, Help) {
+  EXPECT_TRUE(parse({"-h"}).options.help);
+  EXPECT_TRUE(parse({"--help"}).options.help);
+  EXPECT_TRUE(parse({"all_reduce", "-b", "8", "-h"}).options.help);
+  EXPECT_NE(usage("strata-perf").find("-b,--minbytes"), std::string::npos);
+}
+
+TEST(ParseOptions, BadFlagsAreErrors) {
+  const std::vector<std::vector<std::string>> bad = {
+      {},                                   // no collective
+      {"allreduce_typo"},                   // unknown collective
+      {"all_reduce", "-q", "1"},            // unknown flag
+      {"all_reduce", "--bogus=1"},          // unknown long flag
+      {"all_reduce", "-b"},                 // missing value
+      {"all_reduce", "-b", "lots"},         // bad size
+      {"all_reduce", "-b", "2M", "-e", "1M"},  // min > max
+      {"all_reduce", "-d", "float128"},     // bad type
+      {"all_reduce", "-o", "xor"},          // bad op
+      {"all_reduce", "-n", "0"},            // no iterations
+      {"all_reduce", "-n", "abc"},
+      {"all_reduce", "-w", "-1"},
+      {"all_reduce", "-a", "4"},
+      {"all_reduce", "-f", "0"},
+      {"all_reduce", "-z", "2"},
+      {"all_reduce", "-r", "-2"},
+      {"all_reduce", "-t", "2"},            // threads per process: not supported
+      {"all_reduce", "-b", "0", "-e", "8", "-i", "0"},  // would never advance
+      {"all_reduce", "stray"},
+  };
+  for (const auto& args : bad) {
+    ParseResult r = parse(args);
+    std::string joined;
+    for (const auto& a : args) joined += a + " ";
+    EXPECT_NE(r.error, "") << joined;
+  }
+}
+
+}  // namespace
+}  // namespace perf
