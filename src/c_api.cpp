@@ -54,7 +54,7 @@ strataResult_t guarded(F&& f) {
 }
 
 strata::Comm& live(strataComm_t c) {
-  if (!c) throw strata::InvalidArgument("comm is NULL");
+  if (!c) throw strata::InvalidUsage("comm is NULL (not created, or a split with STRATA_SPLIT_NOCOLOR)");
   std::lock_guard lk(registry_mutex);
   if (!registry.count(c)) throw strata::InvalidUsage("comm is not a live communicator (destroyed or never created)");
   return c->comm;

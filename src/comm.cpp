@@ -258,6 +258,7 @@ struct CommState {
 
   Request p2p(bool blocking, const char* call, bool is_send, const void* buf, size_t count, DataType type, int peer) {
     check::type(call, type);
+    check::count(call, count, type, 1);
     check::buffer(call, "buffer", buf, count);
     check::peer(call, peer, nranks);
     P2P p{is_send, const_cast<char*>(static_cast<const char*>(buf)), count * size_of(type), peer};
@@ -427,6 +428,7 @@ namespace {
 Request all_reduce_impl(CommState& s, bool blocking, const void* send, void* recv, size_t count, DataType type, ReduceOp op) {
   const char* call = "all_reduce";
   check::type(call, type);
+  check::count(call, count, type, 1);
   check::op(call, op);
   check::buffer(call, "send buffer", send, count);
   check::buffer(call, "recv buffer", recv, count);
@@ -438,6 +440,7 @@ Request all_reduce_impl(CommState& s, bool blocking, const void* send, void* rec
 Request reduce_scatter_impl(CommState& s, bool blocking, const void* send, void* recv, size_t recvcount, DataType type, ReduceOp op) {
   const char* call = "reduce_scatter";
   check::type(call, type);
+  check::count(call, recvcount, type, static_cast<size_t>(s.nranks));
   check::op(call, op);
   check::buffer(call, "send buffer", send, recvcount);
   check::buffer(call, "recv buffer", recv, recvcount);
@@ -449,6 +452,7 @@ Request reduce_scatter_impl(CommState& s, bool blocking, const void* send, void*
 Request all_gather_impl(CommState& s, bool blocking, const void* send, void* recv, size_t sendcount, DataType type) {
   const char* call = "all_gather";
   check::type(call, type);
+  check::count(call, sendcount, type, static_cast<size_t>(s.nranks));
   check::buffer(call, "send buffer", send, sendcount);
   check::buffer(call, "recv buffer", recv, sendcount);
   const void* in_place_send = offset(recv, sendcount * static_cast<size_t>(s.rank), type);
@@ -462,6 +466,7 @@ Request all_gather_impl(CommState& s, bool blocking, const void* send, void* rec
 Request broadcast_impl(CommState& s, bool blocking, const void* send, void* recv, size_t count, DataType type, int root) {
   const char* call = "broadcast";
   check::type(call, type);
+  check::count(call, count, type, 1);
   check::root(call, root, s.nranks);
   if (s.rank == root) check::buffer(call, "send buffer", send, count);
   check::buffer(call, "recv buffer", recv, count);
@@ -473,6 +478,7 @@ Request broadcast_impl(CommState& s, bool blocking, const void* send, void* recv
 Request reduce_impl(CommState& s, bool blocking, const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root) {
   const char* call = "reduce";
   check::type(call, type);
+  check::count(call, count, type, 1);
   check::op(call, op);
   check::root(call, root, s.nranks);
   check::buffer(call, "send buffer", send, count);
@@ -487,6 +493,7 @@ Request reduce_impl(CommState& s, bool blocking, const void* send, void* recv, s
 Request all_to_all_impl(CommState& s, bool blocking, const void* send, void* recv, size_t count, DataType type) {
   const char* call = "all_to_all";
   check::type(call, type);
+  check::count(call, count, type, static_cast<size_t>(s.nranks));
   check::buffer(call, "send buffer", send, count);
   check::buffer(call, "recv buffer", recv, count);
   size_t bytes = count * s.nranks * size_of(type);

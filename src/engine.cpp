@@ -25,6 +25,12 @@ struct Notice {
 };
 static_assert(sizeof(Notice) == 8);
 
+PeerError abort_notice_error(const Notice& n, int from) {
+  int o = n.origin >= 0 ? n.origin : from;
+  return PeerError(o, "rank " + std::to_string(o) + " failed or stopped (reported by rank " + std::to_string(from) +
+                          "); the communicator is unusable");
+}
+
 char* at(const Buffers& b, Ref r, size_t esz) {
   if (r.buf == Buf::absolute) return reinterpret_cast<char*>(r.offset);
   char* base = r.buf == Buf::input ? const_cast<char*>(static_cast<const char*>(b.input))
@@ -47,6 +53,12 @@ void Engine::execute(const Plan& plan, const Buffers& bufs, DataType type, Reduc
   try {
     for (size_t r = 0; r < plan.rounds(); ++r) run_round(plan, r, bufs, type, op);
   } catch (const PeerError& e) {
+    try {
+      prefer_abort_notice();
+    } catch (const PeerError& notice) {
+      fail(std::current_exception(), notice.peer());
+      throw;
+    }
     fail(std::current_exception(), e.peer());
     throw;
   } catch (...) {
@@ -157,12 +169,21 @@ void Engine::check_control() {
       continue;
     }
     if (r == static_cast<ssize_t>(sizeof n) && n.kind == 'A') {
-      int o = n.origin >= 0 ? n.origin : j;
-      throw PeerError(o, "rank " + std::to_string(o) + " failed or stopped (reported by rank " + std::to_string(j) +
-                             "); the communicator is unusable");
+      throw abort_notice_error(n, j);
     }
     if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
     throw PeerError(j, "rank " + std::to_string(j) + " died or closed its connection without destroying the communicator");
+  }
+}
+
+void Engine::prefer_abort_notice() {
+  for (int j = 0; j < nranks_; ++j) {
+    if (!mesh_.control[j].valid() || peer_left_[j]) continue;
+    Notice n{};
+    ssize_t r = ::recv(mesh_.control[j].get(), &n, sizeof n, MSG_DONTWAIT | MSG_PEEK);
+    if (r == static_cast<ssize_t>(sizeof n) && n.kind == 'A') {
+      throw abort_notice_error(n, j);
+    }
   }
 }
 

@@ -39,6 +39,9 @@ class Engine {
   void run_round(const Plan& plan, size_t round, const Buffers& bufs, DataType type, ReduceOp op);
   void wait_links();
   void check_control();  // throws on a dead, departed or aborting peer
+  // After a link failed: an abort notice already waiting names the real culprit better
+  // than the link's peer, which may only have exited because of it.
+  void prefer_abort_notice();
   [[noreturn]] void fail_stuck();
   void fail(std::exception_ptr e, int culprit);
 

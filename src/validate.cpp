@@ -1,5 +1,7 @@
 #include "validate.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -17,6 +19,13 @@ void op(const char* call, ReduceOp o) {
 
 void buffer(const char* call, const char* arg, const void* p, size_t count) {
   if (!p && count > 0) throw InvalidArgument(std::string(call) + ": " + arg + " is null with count " + std::to_string(count));
+}
+
+void count(const char* call, size_t count, DataType t, size_t multiple) {
+  size_t limit = static_cast<size_t>(PTRDIFF_MAX) / size_of(t) / std::max<size_t>(multiple, 1);
+  if (count > limit)
+    throw InvalidArgument(std::string(call) + ": count " + std::to_string(count) + " of " + name(t) +
+                          " is larger than any buffer can be");
 }
 
 void root(const char* call, int root, int nranks) {

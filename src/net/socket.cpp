@@ -155,7 +155,7 @@ void set_nodelay(int fd) {
 
 static void wait_fd(int fd, short events, Deadline deadline, const std::string& what) {
   for (;;) {
-    if (Clock::now() >= deadline) throw SystemError("timed out waiting for " + what);
+    if (Clock::now() >= deadline) throw TimeoutError(-1, "timed out (STRATA_TIMEOUT) waiting for " + what);
     pollfd p{fd, events, 0};
     int rc = ::poll(&p, 1, ms_left(deadline));
     if (rc > 0) return;
@@ -231,7 +231,7 @@ std::pair<Fd, Hello> accept_authenticated(int listen_fd, const uint8_t secret[16
     Deadline hello_deadline = std::min(deadline, deadline_after(5.0));
     try {
       recv_all(fd.get(), &h, sizeof h, hello_deadline, from.str());
-    } catch (const SystemError& e) {
+    } catch (const Error& e) {  // silent, slow or gone: drop it and keep listening
       STRATA_WARN("refused connection from %s: no hello (%s)", from.str().c_str(), e.what());
       continue;
     }

@@ -1,0 +1,251 @@
+// strata-failure-worker MODE: one rank of a job started by test_failure (not by
+// strata-run, which would kill the survivors). Every line the harness checks starts with
+// a capitalised marker on stderr.
+//
+//   killed : all ranks loop over a 64 MiB float32 all_reduce; rank 2 SIGKILLs itself
+//            ~100 ms into the loop. Survivors must catch a strata::Error.
+//   stuck  : rank 1 sleeps instead of joining an all_reduce; the others must time out.
+//   abort  : rank 0 calls abort() from a second thread while its main thread waits in an
+//            all_reduce nobody else joins yet; ranks 1 and 2 call all_reduce afterwards
+//            (the first may complete with rank 0's already delivered data; a later one
+//            must fail).
+//
+// Exit codes: 3 caught the expected error (survivor), 0 the stuck rank finished,
+// 4 no error where one was expected, 5 an all_reduce returned a wrong result,
+// 10 init failed, 11 unexpected exception.
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <strata/strata.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace strata;
+
+namespace {
+
+double mono_s() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+const char* kind_name(ErrorKind k) {
+  switch (k) {
+    case ErrorKind::invalid_argument: return "invalid_argument";
+    case ErrorKind::invalid_usage: return "invalid_usage";
+    case ErrorKind::remote: return "remote";
+    case ErrorKind::timeout: return "timeout";
+    case ErrorKind::system: return "system";
+    case ErrorKind::internal: return "internal";
+  }
+  return "?";
+}
+
+int peer_of(const Error& e) {
+  if (auto* p = dynamic_cast<const PeerError*>(&e)) return p->peer();
+  return -1;
+}
+
+std::string one_line(const char* s) {
+  std::string m(s);
+  for (char& c : m)
+    if (c == '\n') c = ' ';
+  return m;
+}
+
+void report(const char* marker, const Error& e, double seconds) {
+  const char* cls = dynamic_cast<const TimeoutError*>(&e) ? "TimeoutError"
+                    : dynamic_cast<const PeerError*>(&e)  ? "PeerError"
+                    : dynamic_cast<const InvalidUsage*>(&e) ? "InvalidUsage"
+                                                            : "Error";
+  fprintf(stderr, "%s class=%s kind=%s peer=%d after=%.3f msg=%s\n", marker, cls, kind_name(e.kind()),
+          peer_of(e), seconds, one_line(e.what()).c_str());
+  fflush(stderr);
+}
+
+// After a failure: later calls must throw (not hang) and destroy() must return.
+[[noreturn]] void after_error(Comm& comm) {
+  std::vector<float> x(1024, 1.0f), y(1024);
+  double t = mono_s();
+  try {
+    comm.all_reduce(x.data(), y.data(), x.size(), DataType::float32, ReduceOp::sum);
+    fprintf(stderr, "SECOND-CALL-NO-THROW after=%.3f\n", mono_s() - t);
+  } catch (const Error& e) {
+    report("SECOND-CALL-THREW", e, mono_s() - t);
+  }
+  t = mono_s();
+  try {
+    comm.barrier();
+    fprintf(stderr, "THIRD-CALL-NO-THROW after=%.3f\n", mono_s() - t);
+  } catch (const Error& e) {
+    report("THIRD-CALL-THREW", e, mono_s() - t);
+  }
+  t = mono_s();
+  try {
+    comm.destroy();
+    fprintf(stderr, "DESTROY-RETURNED after=%.3f\n", mono_s() - t);
+  } catch (const Error& e) {
+    report("DESTROY-THREW", e, mono_s() - t);
+  }
+  fflush(stderr);
+  exit(3);
+}
+
+int timeout_s() {
+  const char* t = getenv("STRATA_TIMEOUT");
+  return t ? atoi(t) : 30;
+}
+
+int mode_killed(Comm& comm) {
+  const int rank = comm.rank();
+  const size_t count = (size_t(64) << 20) / sizeof(float);
+  std::vector<float> x(count, 1.0f), y(count);
+  comm.barrier();  // everyone is connected and in step before the loop starts
+  if (rank == 2) {
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      fprintf(stderr, "RANK2-KILLING-ITSELF\n");
+      fflush(stderr);
+      kill(getpid(), SIGKILL);
+    }).detach();
+  }
+  const double t0 = mono_s();
+  double t_op = t0;
+  int it = 0;
+  try {
+    for (; mono_s() - t0 < 3.0 * timeout_s(); ++it) {
+      t_op = mono_s();
+      comm.all_reduce(x.data(), y.data(), count, DataType::float32, ReduceOp::sum);
+    }
+  } catch (const Error& e) {
+    fprintf(stderr, "ITERATIONS %d loop_time=%.3f\n", it, mono_s() - t0);
+    report("CAUGHT", e, mono_s() - t_op);
+    after_error(comm);
+  }
+  fprintf(stderr, "NO-ERROR after %d iterations\n", it);
+  return 4;
+}
+
+int mode_stuck(Comm& comm) {
+  const int rank = comm.rank();
+  std::vector<float> x(4096, 2.0f), y(4096);
+  comm.barrier();
+  if (rank == 1) {
+    std::this_thread::sleep_for(std::chrono::seconds(timeout_s() + 2));
+    double t = mono_s();
+    try {
+      comm.destroy();
+      fprintf(stderr, "STUCK-RANK-DESTROY-RETURNED after=%.3f\n", mono_s() - t);
+    } catch (const Error& e) {
+      report("STUCK-RANK-DESTROY-THREW", e, mono_s() - t);
+    }
+    fprintf(stderr, "STUCK-RANK-DONE\n");
+    return 0;
+  }
+  double t = mono_s();
+  try {
+    comm.all_reduce(x.data(), y.data(), x.size(), DataType::float32, ReduceOp::sum);
+  } catch (const Error& e) {
+    report("CAUGHT", e, mono_s() - t);
+    after_error(comm);
+  }
+  fprintf(stderr, "NO-ERROR all_reduce returned after %.3f s without rank 1\n", mono_s() - t);
+  return 4;
+}
+
+int mode_abort(Comm& comm) {
+  const int rank = comm.rank();
+  std::vector<float> x(4096, static_cast<float>(rank + 1)), y(4096);
+  comm.barrier();
+  if (rank == 0) {
+    std::atomic<double> t_abort{0};
+    std::thread th([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      t_abort = mono_s();
+      try {
+        comm.abort();
+        fprintf(stderr, "ABORT-RETURNED after=%.3f\n", mono_s() - t_abort);
+      } catch (const Error& e) {
+        report("ABORT-THREW", e, mono_s() - t_abort);
+      }
+    });
+    double t = mono_s();
+    try {
+      comm.all_reduce(x.data(), y.data(), x.size(), DataType::float32, ReduceOp::sum);
+      th.join();
+      fprintf(stderr, "NO-ERROR all_reduce returned after %.3f s\n", mono_s() - t);
+      return 4;
+    } catch (const Error& e) {
+      double now = mono_s();
+      double since_abort = t_abort.load() > 0 ? now - t_abort.load() : -1;
+      fprintf(stderr, "WAITER since_abort=%.3f\n", since_abort);
+      report("CAUGHT", e, now - t);
+      th.join();
+      after_error(comm);
+    }
+  }
+  // Ranks 1 and 2 join only after rank 0 has aborted. Their first all_reduce matches the
+  // one rank 0 was waiting in: rank 0 may already have delivered its data, so it may
+  // complete (then its result must be right). The next one needs rank 0 again and must
+  // fail promptly (rank 0 closed its connections), long before STRATA_TIMEOUT.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  const float expect = comm.size() * (comm.size() + 1) / 2.0f;
+  for (int call = 0; call < 4; ++call) {
+    double t = mono_s();
+    std::fill(y.begin(), y.end(), -1.0f);
+    try {
+      comm.all_reduce(x.data(), y.data(), x.size(), DataType::float32, ReduceOp::sum);
+    } catch (const Error& e) {
+      fprintf(stderr, "CALLS-BEFORE-ERROR %d\n", call);
+      report("CAUGHT", e, mono_s() - t);
+      after_error(comm);
+    }
+    size_t wrong = 0;
+    for (float v : y)
+      if (v != expect) ++wrong;
+    fprintf(stderr, "NO-ERROR call %d: all_reduce returned after %.3f s; y[0]=%g, %zu of %zu elements != %g\n",
+            call, mono_s() - t, y[0], wrong, y.size(), expect);
+    if (wrong) {
+      fprintf(stderr, "WRONG-RESULT\n");
+      return 5;
+    }
+  }
+  return 4;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: strata-failure-worker killed|stuck|abort\n");
+    return 11;
+  }
+  std::string mode = argv[1];
+  Comm comm;
+  try {
+    comm = Comm::init_from_env();
+  } catch (const Error& e) {
+    report("INIT-FAILED", e, 0);
+    return 10;
+  }
+  fprintf(stderr, "READY rank=%d size=%d\n", comm.rank(), comm.size());
+  try {
+    if (mode == "killed") return mode_killed(comm);
+    if (mode == "stuck") return mode_stuck(comm);
+    if (mode == "abort") return mode_abort(comm);
+  } catch (const Error& e) {
+    report("UNEXPECTED", e, 0);
+    return 11;
+  }
+  fprintf(stderr, "unknown mode %s\n", mode.c_str());
+  return 11;
+}

@@ -1,0 +1,194 @@
+// A dead, stuck or aborting peer must turn into a strata::Error on the other ranks within
+// STRATA_TIMEOUT (plus a margin), never a hang. The ranks are spawned here directly
+// (strata-run would kill the survivors) and each one's exit status and stderr is checked.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "test_proc.hpp"
+
+using namespace strata_test;
+
+namespace {
+
+struct Job {
+  std::vector<ProcResult> ranks;
+  double wall_s = 0;
+  std::string dump() const {
+    std::string s;
+    for (size_t r = 0; r < ranks.size(); ++r)
+      s += "---- rank " + std::to_string(r) + ": " + ranks[r].describe() + "\n" +
+           tail(ranks[r].err + ranks[r].out, 3000);
+    return s;
+  }
+};
+
+Job spawn_job(int n, const std::string& mode, int timeout_s,
+              const std::map<std::string, std::string>& extra_env, double deadline_s) {
+  int port = free_port();
+  std::string secret = random_secret_hex();
+  std::vector<SpawnSpec> specs;
+  for (int r = 0; r < n; ++r) {
+    std::map<std::string, std::string> env = extra_env;
+    env["STRATA_RANK"] = std::to_string(r);
+    env["STRATA_WORLD_SIZE"] = std::to_string(n);
+    env["STRATA_ROOT"] = "127.0.0.1:" + std::to_string(port);
+    env["STRATA_SECRET"] = secret;
+    env["STRATA_TIMEOUT"] = std::to_string(timeout_s);
+    specs.push_back({{STRATA_FAILURE_WORKER_PATH, mode}, make_env(env), false});
+  }
+  Job j;
+  double t0 = now_s();
+  j.ranks = run_all(specs, deadline_s);
+  j.wall_s = now_s() - t0;
+  return j;
+}
+
+// The first stderr line starting with `marker`, or "".
+std::string marker_line(const ProcResult& p, const std::string& marker) {
+  for (auto& l : lines_containing(p.err, marker))
+    if (l.rfind(marker, 0) == 0) return l;
+  return "";
+}
+std::string field(const std::string& line, const std::string& key) {
+  auto k = line.find(" " + key + "=");
+  if (k == std::string::npos) return "";
+  k += key.size() + 2;
+  if (key == "msg") return line.substr(k);
+  return line.substr(k, line.find(' ', k) - k);
+}
+double num(const std::string& s) { return s.empty() ? -1 : std::stod(s); }
+
+bool names_rank(const std::string& msg, int r) {
+  std::regex re("(rank|peer)[^0-9a-z]{0,3}" + std::to_string(r) + "([^0-9]|$)", std::regex::icase);
+  return std::regex_search(msg, re);
+}
+
+// Common checks for a survivor that caught an error: later calls throw promptly and
+// destroy() returns.
+void check_after_error(const ProcResult& p, int r) {
+  std::string second = marker_line(p, "SECOND-CALL-THREW");
+  EXPECT_FALSE(second.empty()) << "rank " << r << ": a call after the error did not throw\n" << p.err;
+  if (!second.empty()) {
+    EXPECT_LT(num(field(second, "after")), 2.0) << "rank " << r << ": " << second;
+  }
+  std::string third = marker_line(p, "THIRD-CALL-THREW");
+  EXPECT_FALSE(third.empty()) << "rank " << r << ": barrier after the error did not throw\n" << p.err;
+  std::string d = marker_line(p, "DESTROY-RETURNED");
+  if (d.empty()) d = marker_line(p, "DESTROY-THREW");
+  EXPECT_FALSE(d.empty()) << "rank " << r << ": destroy() after the error did not return\n" << p.err;
+  if (!d.empty()) {
+    EXPECT_LT(num(field(d, "after")), 5.0) << "rank " << r << ": " << d;
+  }
+}
+
+void killed_rank_test(const std::map<std::string, std::string>& env) {
+  const int T = 20, n = 4;
+  Job j = spawn_job(n, "killed", T, env, T + 30);
+  std::cout << "wall " << j.wall_s << " s\n";
+  ASSERT_EQ(j.ranks.size(), size_t(n));
+  EXPECT_EQ(j.ranks[2].term_signal, SIGKILL) << j.dump();
+  for (int r : {0, 1, 3}) {
+    const ProcResult& p = j.ranks[r];
+    std::string caught = marker_line(p, "CAUGHT");
+    std::cout << "rank " << r << ": " << p.describe() << "\n  " << caught << "\n  "
+              << marker_line(p, "ITERATIONS") << "\n";
+    EXPECT_FALSE(p.killed_by_deadline) << "rank " << r << " hung\n" << j.dump();
+    EXPECT_TRUE(p.exited && p.exit_code == 3) << "rank " << r << ": " << p.describe() << "\n" << j.dump();
+    EXPECT_LT(p.elapsed_s, T + 5.0) << "rank " << r << " took too long\n" << j.dump();
+    ASSERT_FALSE(caught.empty()) << "rank " << r << " caught no strata::Error\n" << j.dump();
+    std::string cls = field(caught, "class");
+    EXPECT_TRUE(cls == "PeerError" || cls == "TimeoutError") << caught;
+    // The library aims to name the dead peer on every survivor.
+    EXPECT_TRUE(names_rank(field(caught, "msg"), 2))
+        << "rank " << r << ": message does not name rank 2: " << caught;
+    EXPECT_EQ(field(caught, "peer"), "2") << "rank " << r << ": PeerError::peer() is not 2: " << caught;
+    check_after_error(p, r);
+  }
+}
+
+TEST(Failure, KilledRankMidAllReduceShm) { killed_rank_test({}); }
+
+TEST(Failure, KilledRankMidAllReduceTcp) { killed_rank_test({{"STRATA_TRANSPORT", "tcp"}}); }
+
+TEST(Failure, StuckRankTimesOut) {
+  const int T = 3, n = 3;
+  Job j = spawn_job(n, "stuck", T, {}, 3 * T + 20);
+  std::cout << "wall " << j.wall_s << " s\n";
+  ASSERT_EQ(j.ranks.size(), size_t(n));
+  for (int r : {0, 2}) {
+    const ProcResult& p = j.ranks[r];
+    std::string caught = marker_line(p, "CAUGHT");
+    std::cout << "rank " << r << ": " << p.describe() << "\n  " << caught << "\n";
+    EXPECT_FALSE(p.killed_by_deadline) << "rank " << r << " hung\n" << j.dump();
+    EXPECT_TRUE(p.exited && p.exit_code == 3) << "rank " << r << ": " << p.describe() << "\n" << j.dump();
+    ASSERT_FALSE(caught.empty()) << "rank " << r << " caught no strata::Error\n" << j.dump();
+    std::string cls = field(caught, "class");
+    EXPECT_TRUE(cls == "TimeoutError" || cls == "PeerError") << caught;
+    double after = num(field(caught, "after"));
+    // Not before the timeout (rank 1 is alive, only slow) and not much after it.
+    EXPECT_GE(after, 0.8 * T) << "rank " << r << " gave up before STRATA_TIMEOUT: " << caught;
+    EXPECT_LE(after, T + 3.0) << "rank " << r << " took too long: " << caught;
+    check_after_error(p, r);
+  }
+  const ProcResult& p1 = j.ranks[1];
+  std::string d1 = marker_line(p1, "STUCK-RANK-DESTROY");
+  std::cout << "rank 1: " << p1.describe() << "\n  " << d1 << "\n";
+  EXPECT_FALSE(d1.empty()) << "destroy() on the stuck rank did not return\n" << j.dump();
+  EXPECT_FALSE(p1.killed_by_deadline) << "the stuck rank hung afterwards (destroy?)\n" << j.dump();
+  EXPECT_TRUE(p1.exited && p1.exit_code == 0) << j.dump();
+  EXPECT_FALSE(marker_line(p1, "STUCK-RANK-DONE").empty()) << j.dump();
+}
+
+TEST(Failure, AbortWakesWaiterAndPeers) {
+  const int T = 20, n = 3;
+  Job j = spawn_job(n, "abort", T, {}, T + 20);
+  std::cout << "wall " << j.wall_s << " s\n";
+  ASSERT_EQ(j.ranks.size(), size_t(n));
+  // Rank 0: the waiter in all_reduce gets an error promptly after abort() from another thread.
+  {
+    const ProcResult& p = j.ranks[0];
+    std::string caught = marker_line(p, "CAUGHT");
+    std::string waiter = marker_line(p, "WAITER");
+    std::cout << "rank 0: " << p.describe() << "\n  " << waiter << "\n  " << caught << "\n";
+    EXPECT_TRUE(p.exited && p.exit_code == 3) << j.dump();
+    ASSERT_FALSE(caught.empty()) << j.dump();
+    double since = num(field(waiter, "since_abort"));
+    EXPECT_GE(since, 0) << "the waiter woke before abort() was called: " << waiter << "\n" << j.dump();
+    EXPECT_LT(since, 2.0) << "the waiter was not woken promptly by abort(): " << waiter;
+    EXPECT_TRUE(marker_line(p, "ABORT-THREW").empty()) << "abort() threw\n" << p.err;
+    // After abort() later calls throw InvalidUsage.
+    std::string second = marker_line(p, "SECOND-CALL-THREW");
+    ASSERT_FALSE(second.empty()) << p.err;
+    EXPECT_EQ(field(second, "class"), "InvalidUsage") << second;
+    EXPECT_LT(num(field(second, "after")), 2.0) << second;
+    std::string d = marker_line(p, "DESTROY-RETURNED");
+    if (d.empty()) d = marker_line(p, "DESTROY-THREW");
+    EXPECT_FALSE(d.empty()) << "destroy() after abort() did not return\n" << p.err;
+  }
+  // Ranks 1 and 2 call all_reduce after rank 0 left. The first call matches the one rank 0
+  // was waiting in and may complete with the data rank 0 delivered before aborting (the
+  // worker checks the result: exit 5 if wrong); the second needs rank 0 again and must
+  // fail promptly, long before T.
+  for (int r : {1, 2}) {
+    const ProcResult& p = j.ranks[r];
+    std::string caught = marker_line(p, "CAUGHT");
+    std::string calls = marker_line(p, "CALLS-BEFORE-ERROR");
+    std::cout << "rank " << r << ": " << p.describe() << "\n  " << calls << "\n  " << caught << "\n";
+    EXPECT_TRUE(marker_line(p, "WRONG-RESULT").empty()) << "a completed all_reduce had a wrong result\n" << j.dump();
+    EXPECT_TRUE(calls == "CALLS-BEFORE-ERROR 0" || calls == "CALLS-BEFORE-ERROR 1")
+        << "rank " << r << " kept completing all_reduce calls after rank 0 aborted\n" << j.dump();
+    EXPECT_FALSE(p.killed_by_deadline) << j.dump();
+    EXPECT_TRUE(p.exited && p.exit_code == 3) << j.dump();
+    ASSERT_FALSE(caught.empty()) << j.dump();
+    EXPECT_LT(num(field(caught, "after")), 5.0) << "rank " << r << " did not notice rank 0 left: " << caught;
+    EXPECT_TRUE(names_rank(field(caught, "msg"), 0)) << "message does not name rank 0: " << caught;
+    check_after_error(p, r);
+  }
+}
+
+}  // namespace
