@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "hierarchy.hpp"
 #include "plan.hpp"
 
 namespace strata {
@@ -11,7 +12,8 @@ namespace strata {
 enum class Collective { all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, barrier };
 const char* name(Collective c);
 
-enum class Algo { ring, tree, recursive_doubling, direct };
+enum class Algo { ring, tree, recursive_doubling, direct, hierarchical };
+inline constexpr Algo kAllAlgos[] = {Algo::ring, Algo::tree, Algo::recursive_doubling, Algo::direct, Algo::hierarchical};
 const char* name(Algo a);
 
 // What every rank knows about one call. `count` is per the API: all_reduce, broadcast,
@@ -26,6 +28,7 @@ struct CollArgs {
   int nranks;
   bool in_place;       // input and output are the same memory (in NCCL's sense)
   size_t chunk_count;  // pipelining unit, in elements
+  const Hierarchy* hier = nullptr;  // for hierarchical plans; null or one group: flat
 };
 
 // Whether `algo` implements `coll`.
@@ -39,5 +42,6 @@ Plan ring_plan(const CollArgs& a);
 Plan tree_plan(const CollArgs& a);
 Plan recursive_doubling_plan(const CollArgs& a);
 Plan direct_plan(const CollArgs& a);
+Plan hierarchical_plan(const CollArgs& a);
 
 }  // namespace strata

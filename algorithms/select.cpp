@@ -23,6 +23,7 @@ const char* name(Algo a) {
     case Algo::tree: return "tree";
     case Algo::recursive_doubling: return "recursive_doubling";
     case Algo::direct: return "direct";
+    case Algo::hierarchical: return "hierarchical";
   }
   return "?";
 }
@@ -37,6 +38,9 @@ bool supports(Algo algo, Collective coll) {
     case Algo::direct:
       return coll == Collective::all_reduce || coll == Collective::reduce_scatter || coll == Collective::all_gather ||
              coll == Collective::all_to_all || coll == Collective::barrier;
+    case Algo::hierarchical:
+      return coll == Collective::all_reduce || coll == Collective::reduce_scatter || coll == Collective::all_gather ||
+             coll == Collective::broadcast || coll == Collective::reduce;
   }
   return false;
 }
@@ -69,6 +73,7 @@ Plan build_plan(Algo algo, const CollArgs& a) {
     case Algo::tree: return tree_plan(a);
     case Algo::recursive_doubling: return recursive_doubling_plan(a);
     case Algo::direct: return direct_plan(a);
+    case Algo::hierarchical: return hierarchical_plan(a);
   }
   return {};
 }

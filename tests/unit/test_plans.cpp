@@ -59,11 +59,14 @@ struct Case {
   size_t count;
   int root;
   bool in_place;
+  const Hierarchy* hier = nullptr;
+  std::string hier_name = "";
 };
 
 std::string describe(const Case& c) {
   return std::string(name(c.coll)) + "/" + name(c.algo) + " n=" + std::to_string(c.n) + " count=" +
-         std::to_string(c.count) + " root=" + std::to_string(c.root) + (c.in_place ? " in-place" : "");
+         std::to_string(c.count) + " root=" + std::to_string(c.root) + (c.in_place ? " in-place" : "") +
+         (c.hier ? " hierarchy " + c.hier_name : "");
 }
 
 // Input and output element counts per rank, as the API defines them.
@@ -85,7 +88,7 @@ void run(const Case& c) {
   std::vector<RankSim> ranks(n);
   for (int r = 0; r < n; ++r) {
     RankSim& s = ranks[r];
-    CollArgs a{c.coll, c.count, 4, c.root, r, n, c.in_place, 3};
+    CollArgs a{c.coll, c.count, 4, c.root, r, n, c.in_place, 3, c.hier};
     s.plan = build_plan(c.algo, a);
     // Lay out the arena; in place, input and output share storage as the API defines.
     s.out = {0, out_n};
@@ -217,6 +220,45 @@ TEST(Plans, EveryAlgorithmDeliversEachContributionExactlyOnce) {
             }
     }
   EXPECT_GT(cases, 1000);
+}
+
+// Hierarchical plans on even and uneven groups and on two levels (nodes, islands).
+TEST(Plans, HierarchicalOverManyHierarchies) {
+  const Collective colls[] = {Collective::all_reduce, Collective::reduce_scatter, Collective::all_gather,
+                              Collective::broadcast, Collective::reduce};
+  const char* specs[] = {"node:1", "node:2", "node:3", "node:4", "node:2,island:2", "node:3,island:2",
+                         "node:1,island:3", "node:2,rack:2,island:2"};
+  int cases = 0;
+  for (const char* spec : specs)
+    for (int n = 2; n <= 9; ++n) {
+      Hierarchy h = build_hierarchy(std::vector<std::string>(static_cast<size_t>(n), "host"), parse_hierarchy_spec(spec), "");
+      for (Collective coll : colls)
+        for (size_t count : {size_t(1), size_t(5), size_t(13)})
+          for (int root = 0; root < n; root += (n > 3 ? n / 2 : 1))
+            for (bool in_place : {false, true}) {
+              bool rooted = coll == Collective::broadcast || coll == Collective::reduce;
+              if (!rooted && root != 0) continue;
+              run({coll, Algo::hierarchical, n, count, root, in_place, &h, spec});
+              if (HasFatalFailure()) return;
+              ++cases;
+            }
+    }
+  EXPECT_GT(cases, 1000);
+}
+
+TEST(Plans, HierarchicalAllReduceUsesTheHierarchy) {
+  // 4 ranks in 2 nodes: only one rank per node may talk across nodes per segment, so each
+  // rank sends across nodes exactly half of what a flat ring would.
+  Hierarchy h = build_hierarchy(std::vector<std::string>(4, "host"), parse_hierarchy_spec("node:2"), "");
+  const size_t count = 1000;
+  for (int r = 0; r < 4; ++r) {
+    Plan p = build_plan(Algo::hierarchical, {Collective::all_reduce, count, 4, 0, r, 4, false, 64, &h});
+    EXPECT_STREQ(p.algo, "hierarchical");
+    size_t across = 0;
+    for (const Step& s : p.steps)
+      if (s.kind == StepKind::send && h.levels[0].group[s.peer] != h.levels[0].group[r]) across += s.count;
+    EXPECT_EQ(across, count / 2) << "rank " << r;
+  }
 }
 
 TEST(Plans, DefaultChoiceIsAlwaysSupported) {

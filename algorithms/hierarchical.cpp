@@ -1,0 +1,307 @@
+// Hierarchical algorithms: compositions of flat plans over the levels of the hierarchy.
+//
+// all_reduce: reduce-scatter inside each local group (each member owns some segments),
+// all-reduce of each segment across groups among its owners (one concurrent stream per
+// local rank; recursively over the next level), all-gather inside each local group.
+// Groups may be uneven: with G = the largest local group, a group of g members gives
+// segment s to member s % g.
+// broadcast / reduce: across group leaders, then inside groups (or the reverse).
+// all_gather / reduce_scatter: across groups among ranks of equal local index, then
+// inside groups; these need equal groups of consecutive ranks, else they use the ring.
+#include <algorithm>
+
+#include "algorithms/algorithms.hpp"
+#include "algorithms/compose.hpp"
+
+namespace strata {
+
+namespace {
+
+// A set of ranks and, for each level still above them, each member's group at that level.
+struct Group {
+  std::vector<int> ranks;                   // real ranks, ascending
+  std::vector<std::vector<int>> level_of;   // level_of[i][m]: group of ranks[m] at level i
+};
+
+Group whole(const CollArgs& a) {
+  Group g;
+  for (int r = 0; r < a.nranks; ++r) g.ranks.push_back(r);
+  for (const Level& l : a.hier->levels) g.level_of.push_back(l.group);
+  return g;
+}
+
+int index_in(const std::vector<int>& v, int x) {
+  return static_cast<int>(std::find(v.begin(), v.end(), x) - v.begin());
+}
+
+// Local groups of the innermost remaining level: member indices per group, groups by id.
+std::vector<std::vector<int>> local_groups(const Group& g) {
+  std::vector<int> ids = g.level_of[0];
+  std::vector<int> order = ids;
+  std::sort(order.begin(), order.end());
+  order.erase(std::unique(order.begin(), order.end()), order.end());
+  std::vector<std::vector<int>> out(order.size());
+  for (size_t m = 0; m < ids.size(); ++m) out[static_cast<size_t>(index_in(order, ids[m]))].push_back(static_cast<int>(m));
+  return out;
+}
+
+// Drops levels that do not split this set: one group for everyone, or one rank per group.
+Group simplify(Group g) {
+  while (!g.level_of.empty()) {
+    auto groups = local_groups(g);
+    if (groups.size() == 1) {
+      g.level_of.clear();
+    } else if (groups.size() == g.ranks.size()) {
+      g.level_of.erase(g.level_of.begin());
+    } else {
+      break;
+    }
+  }
+  return g;
+}
+
+Group subset(const Group& g, const std::vector<int>& members, size_t from_level) {
+  Group s;
+  for (int m : members) s.ranks.push_back(g.ranks[static_cast<size_t>(m)]);
+  for (size_t i = from_level; i < g.level_of.size(); ++i) {
+    std::vector<int> ids;
+    for (int m : members) ids.push_back(g.level_of[i][static_cast<size_t>(m)]);
+    s.level_of.push_back(ids);
+  }
+  return s;
+}
+
+CollArgs sub_args(const CollArgs& a, Collective coll, size_t count, const Group& g, int me, int root, bool in_place) {
+  CollArgs s = a;
+  s.coll = coll;
+  s.count = count;
+  s.rank = index_in(g.ranks, me);
+  s.nranks = static_cast<int>(g.ranks.size());
+  s.root = root;
+  s.in_place = in_place;
+  s.hier = nullptr;
+  return s;
+}
+
+// The flat algorithm for a set of ranks with no hierarchy left.
+Algo flat_choice(const CollArgs& s) {
+  Algo algo = default_algo(s);
+  return algo == Algo::hierarchical ? Algo::ring : algo;
+}
+
+void flat(Plan& p, const CollArgs& a, Collective coll, const Group& g, size_t count, int root, Ref in, Ref out,
+          Ref scratch, bool keep_finalize) {
+  CollArgs s = sub_args(a, coll, count, g, a.rank, root, in.buf == out.buf && in.offset == out.offset);
+  append(p, build_plan(flat_choice(s), s), {g.ranks, in, out, scratch, keep_finalize});
+}
+
+// ---- all_reduce, in place on output[off, off+len) ----
+
+void all_reduce_rec(Plan& p, const CollArgs& a, Group g, size_t off, size_t len) {
+  g = simplify(std::move(g));
+  const Ref out{Buf::output, off};
+  if (g.level_of.empty()) return flat(p, a, Collective::all_reduce, g, len, 0, out, out, {Buf::scratch, 0}, true);
+
+  auto groups = local_groups(g);
+  const int me = index_in(g.ranks, a.rank);
+  const std::vector<int>* mine = nullptr;
+  for (auto& grp : groups)
+    if (std::find(grp.begin(), grp.end(), me) != grp.end()) mine = &grp;
+  size_t segs = 0;
+  for (auto& grp : groups) segs = std::max(segs, grp.size());
+  const int nseg = static_cast<int>(segs), gsize = static_cast<int>(mine->size());
+  auto seg_ref = [&](int s) { return Ref{Buf::output, off + block_begin(len, nseg, s)}; };
+  auto seg_len = [&](int s) { return block_size(len, nseg, s); };
+  auto owner = [&](const std::vector<int>& grp, int s) { return grp[static_cast<size_t>(s % static_cast<int>(grp.size()))]; };
+
+  // Phase 1: every member sends each segment to its owner; owners reduce in member order.
+  if (gsize > 1) {
+    const size_t slot = (len + segs - 1) / segs;  // the largest segment
+    p.new_round();
+    size_t used = 0;
+    std::vector<std::pair<int, size_t>> to_reduce;  // (segment, first slot)
+    for (int s = 0; s < nseg; ++s) {
+      int o = owner(*mine, s);
+      if (o != me) {
+        p.send(g.ranks[o], seg_ref(s), seg_len(s));
+        continue;
+      }
+      to_reduce.push_back({s, used});
+      for (int m : *mine)
+        if (m != me) p.recv(g.ranks[m], {Buf::scratch, slot * used++}, seg_len(s));
+    }
+    p.need_scratch(slot * used);
+    p.new_round();
+    for (auto [s, first] : to_reduce)
+      for (int k = 0; k < gsize - 1; ++k) p.reduce({Buf::scratch, slot * (first + k)}, seg_ref(s), seg_len(s));
+  }
+  // Phase 2: each owned segment is all-reduced among its owners, one per local group.
+  for (int s = 0; s < nseg; ++s) {
+    if (owner(*mine, s) != me) continue;
+    std::vector<int> owners;
+    for (auto& grp : groups) owners.push_back(owner(grp, s));
+    all_reduce_rec(p, a, subset(g, owners, 1), off + block_begin(len, nseg, s), seg_len(s));
+  }
+  // Phase 3: owners hand the reduced segments to the rest of their group.
+  if (gsize > 1) {
+    p.new_round();
+    for (int s = 0; s < nseg; ++s) {
+      int o = owner(*mine, s);
+      if (o != me) {
+        p.recv(g.ranks[o], seg_ref(s), seg_len(s));
+        continue;
+      }
+      for (int m : *mine)
+        if (m != me) p.send(g.ranks[m], seg_ref(s), seg_len(s));
+    }
+  }
+}
+
+// ---- broadcast: leaders first (recursively), then inside each local group ----
+
+int leader(const Group& g, const std::vector<int>& grp, int root_real) {
+  for (int m : grp)
+    if (g.ranks[m] == root_real) return m;
+  return grp.front();
+}
+
+void broadcast_rec(Plan& p, const CollArgs& a, Group g, int root_real, Ref in) {
+  g = simplify(std::move(g));
+  const Ref out{Buf::output, 0};
+  if (g.level_of.empty())
+    return flat(p, a, Collective::broadcast, g, a.count, index_in(g.ranks, root_real), in, out, {Buf::scratch, 0}, true);
+  auto groups = local_groups(g);
+  std::vector<int> leaders;
+  for (auto& grp : groups) leaders.push_back(leader(g, grp, root_real));
+  const int me = index_in(g.ranks, a.rank);
+  if (std::find(leaders.begin(), leaders.end(), me) != leaders.end()) broadcast_rec(p, a, subset(g, leaders, 1), root_real, in);
+  for (size_t k = 0; k < groups.size(); ++k) {
+    if (std::find(groups[k].begin(), groups[k].end(), me) == groups[k].end()) continue;
+    Group local = subset(g, groups[k], g.level_of.size());
+    flat(p, a, Collective::broadcast, local, a.count, index_in(local.ranks, g.ranks[leaders[k]]), out, out,
+         {Buf::scratch, 0}, true);
+  }
+}
+
+// ---- reduce: inside each local group to its leader, then among leaders (recursively) ----
+
+void reduce_rec(Plan& p, const CollArgs& a, Group g, int root_real, Ref in, bool finalize) {
+  g = simplify(std::move(g));
+  const Ref out{Buf::output, 0};
+  const size_t c = a.count;
+  if (g.level_of.empty())
+    return flat(p, a, Collective::reduce, g, c, index_in(g.ranks, root_real), in, out, {Buf::scratch, c}, finalize);
+  auto groups = local_groups(g);
+  std::vector<int> leaders;
+  for (auto& grp : groups) leaders.push_back(leader(g, grp, root_real));
+  const int me = index_in(g.ranks, a.rank);
+  // A leader that is not the root keeps its group's partial result in scratch[0, c).
+  const Ref partial = a.rank == root_real ? out : Ref{Buf::scratch, 0};
+  p.need_scratch(c);
+  for (size_t k = 0; k < groups.size(); ++k) {
+    if (std::find(groups[k].begin(), groups[k].end(), me) == groups[k].end()) continue;
+    Group local = subset(g, groups[k], g.level_of.size());
+    flat(p, a, Collective::reduce, local, c, index_in(local.ranks, g.ranks[leaders[k]]), in, partial,
+         {Buf::scratch, c}, false);
+  }
+  if (std::find(leaders.begin(), leaders.end(), me) != leaders.end())
+    reduce_rec(p, a, subset(g, leaders, 1), root_real, partial, finalize);
+}
+
+// ---- all_gather and reduce_scatter over two levels of equal, consecutive groups ----
+
+// Groups of equal size g whose ranks are consecutive: returns g, or 0.
+int even_consecutive(const CollArgs& a) {
+  const Level& node = a.hier->levels[0];
+  int g = static_cast<int>(a.hier->members(0, 0).size());
+  if (g <= 1 || a.nranks % g != 0 || node.ngroups < 2) return 0;
+  for (int r = 0; r < a.nranks; ++r)
+    if (node.group[r] != node.group[(r / g) * g]) return 0;
+  for (int k = 0; k < node.ngroups; ++k)
+    if (node.group[k * g] == (k ? node.group[(k - 1) * g] : -1)) return 0;
+  return g;
+}
+
+// Inter-group all-gather among ranks of equal local index (into scratch, K blocks), then
+// every rank shares its K blocks with its group.
+Plan all_gather_two_level(const CollArgs& a, int g) {
+  Plan p;
+  const int K = a.nranks / g, k = a.rank / g, l = a.rank % g;
+  const size_t c = a.count;
+  Group across;
+  for (int j = 0; j < K; ++j) across.ranks.push_back(j * g + l);
+  flat(p, a, Collective::all_gather, across, c, 0, {Buf::input, 0}, {Buf::scratch, 0}, {Buf::scratch, K * c}, true);
+  p.need_scratch(K * c);
+  p.new_round();
+  for (int j = 0; j < K; ++j) p.copy({Buf::scratch, j * c}, {Buf::output, static_cast<size_t>(j * g + l) * c}, c);
+  p.new_round();
+  for (int m = 0; m < g; ++m) {
+    if (m == l) continue;
+    for (int j = 0; j < K; ++j) {
+      p.send(k * g + m, {Buf::scratch, j * c}, c);
+      p.recv(k * g + m, {Buf::output, static_cast<size_t>(j * g + m) * c}, c);
+    }
+  }
+  return p;
+}
+
+// Inside the group, local rank l sums the blocks of every rank with local index l (K
+// blocks) into scratch; then an inter-group reduce-scatter among ranks of index l.
+Plan reduce_scatter_two_level(const CollArgs& a, int g) {
+  Plan p;
+  const int K = a.nranks / g, k = a.rank / g, l = a.rank % g;
+  const size_t c = a.count, kc = static_cast<size_t>(K) * c;
+  auto in_blk = [&](int node, int local) { return Ref{Buf::input, static_cast<size_t>(node * g + local) * c}; };
+  const size_t slots = kc;  // scratch: [0, kc) accumulator, then (g-1) * kc received
+  p.need_scratch(kc * static_cast<size_t>(g));
+  p.new_round();
+  for (int j = 0; j < K; ++j) p.copy(in_blk(j, l), {Buf::scratch, j * c}, c);
+  size_t used = 0;
+  for (int m = 0; m < g; ++m) {
+    if (m == l) continue;
+    for (int j = 0; j < K; ++j) {
+      p.send(k * g + m, in_blk(j, m), c);
+      p.recv(k * g + m, {Buf::scratch, slots + used * kc + j * c}, c);
+    }
+    ++used;
+  }
+  p.new_round();
+  for (size_t u = 0; u < used; ++u) p.reduce({Buf::scratch, slots + u * kc}, {Buf::scratch, 0}, kc);
+  Group across;
+  for (int j = 0; j < K; ++j) across.ranks.push_back(j * g + l);
+  flat(p, a, Collective::reduce_scatter, across, c, 0, {Buf::scratch, 0}, {Buf::output, 0}, {Buf::scratch, kc}, true);
+  return p;
+}
+
+}  // namespace
+
+Plan hierarchical_plan(const CollArgs& a) {
+  // Without levels that split the ranks there is nothing hierarchical to do.
+  if (!a.hier || simplify(whole(a)).level_of.empty()) return ring_plan(a);
+  Plan p;
+  switch (a.coll) {
+    case Collective::all_reduce:
+      p.new_round();
+      p.copy({Buf::input, 0}, {Buf::output, 0}, a.count);
+      all_reduce_rec(p, a, whole(a), 0, a.count);
+      break;
+    case Collective::broadcast:
+      p.new_round();
+      if (a.rank == a.root) p.copy({Buf::input, 0}, {Buf::output, 0}, a.count);
+      broadcast_rec(p, a, whole(a), a.root, {Buf::output, 0});
+      break;
+    case Collective::reduce: reduce_rec(p, a, whole(a), a.root, {Buf::input, 0}, true); break;
+    case Collective::all_gather:
+    case Collective::reduce_scatter: {
+      int g = a.hier->levels.size() == 1 ? even_consecutive(a) : 0;
+      if (!g) return ring_plan(a);
+      p = a.coll == Collective::all_gather ? all_gather_two_level(a, g) : reduce_scatter_two_level(a, g);
+      break;
+    }
+    default: return ring_plan(a);
+  }
+  p.algo = "hierarchical";
+  return p;
+}
+
+}  // namespace strata

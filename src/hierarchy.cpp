@@ -1,0 +1,141 @@
+#include "hierarchy.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+#include "strata/error.hpp"
+
+namespace strata {
+
+std::vector<int> Hierarchy::members(int level, int r) const {
+  std::vector<int> out;
+  const Level& l = levels[static_cast<size_t>(level)];
+  for (int q = 0; q < nranks; ++q)
+    if (l.group[q] == l.group[r]) out.push_back(q);
+  return out;
+}
+
+std::string Hierarchy::describe() const {
+  std::ostringstream o;
+  for (const Level& l : levels) {
+    o << l.name << ": " << l.ngroups << " groups [";
+    for (int g = 0; g < l.ngroups; ++g) {
+      o << (g ? " | " : "");
+      bool first = true;
+      for (int r = 0; r < nranks; ++r)
+        if (l.group[r] == g) o << (first ? "" : ",") << r, first = false;
+    }
+    o << "], link " << l.link.latency_s * 1e6 << " us, " << l.link.bandwidth_Bps / 1e9 << " GB/s; ";
+  }
+  o << "top link " << top.latency_s * 1e6 << " us, " << top.bandwidth_Bps / 1e9 << " GB/s";
+  return o.str();
+}
+
+std::vector<LevelSpec> parse_hierarchy_spec(const std::string& spec) {
+  std::vector<LevelSpec> out;
+  std::stringstream ss(spec);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    size_t colon = item.find(':');
+    char* end = nullptr;
+    long size = colon == std::string::npos ? 0 : std::strtol(item.c_str() + colon + 1, &end, 10);
+    if (colon == std::string::npos || colon == 0 || !end || *end || size < 1)
+      throw InvalidArgument("STRATA_HIERARCHY: '" + item + "' is not name:size with size >= 1 (e.g. node:2,island:2)");
+    out.push_back({item.substr(0, colon), static_cast<int>(size)});
+  }
+  return out;
+}
+
+int emulated_node(const std::vector<LevelSpec>& spec, int rank) {
+  if (spec.empty() || spec[0].name != "node") return -1;
+  return rank / spec[0].size;
+}
+
+namespace {
+
+// Parses "1us", "0.5ms", "2s" and "6GB", "125MB", "1.5GB" (bytes per second).
+double parse_unit(const std::string& s, bool time) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  std::string u = end ? end : "";
+  static const std::map<std::string, double> times{{"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}};
+  static const std::map<std::string, double> rates{{"B", 1}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}};
+  const auto& table = time ? times : rates;
+  auto it = table.find(u);
+  if (end == s.c_str() || it == table.end() || !(v > 0))
+    throw InvalidArgument("STRATA_LINK_MODEL: '" + s + "' is not a " + (time ? "time like 5us" : "rate like 1.25GB"));
+  return v * it->second;
+}
+
+std::map<std::string, LinkModel> parse_link_models(const std::string& spec) {
+  std::map<std::string, LinkModel> out;
+  std::stringstream ss(spec);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    size_t a = item.find(':'), b = a == std::string::npos ? a : item.find(':', a + 1);
+    if (b == std::string::npos)
+      throw InvalidArgument("STRATA_LINK_MODEL: '" + item + "' is not level:latency:bandwidth (e.g. node:1us:6GB)");
+    out[item.substr(0, a)] = {parse_unit(item.substr(a + 1, b - a - 1), true), parse_unit(item.substr(b + 1), false)};
+  }
+  return out;
+}
+
+// Group ids numbered by first appearance, so group order follows rank order.
+std::vector<int> number_groups(const std::vector<std::string>& keys, int* ngroups) {
+  std::map<std::string, int> ids;
+  std::vector<int> out;
+  for (const auto& k : keys) {
+    auto it = ids.emplace(k, static_cast<int>(ids.size())).first;
+    out.push_back(it->second);
+  }
+  *ngroups = static_cast<int>(ids.size());
+  return out;
+}
+
+}  // namespace
+
+Hierarchy build_hierarchy(const std::vector<std::string>& hosts, const std::vector<LevelSpec>& spec,
+                          const std::string& link_model_spec) {
+  Hierarchy h;
+  h.nranks = static_cast<int>(hosts.size());
+  // Defaults: shared memory inside a node (this machine's copy rate), a 10 Gbit/s network
+  // above it, and a slower one between islands.
+  auto models = parse_link_models(link_model_spec);
+  auto model_for = [&](const std::string& name, LinkModel fallback) {
+    auto it = models.find(name);
+    return it == models.end() ? fallback : it->second;
+  };
+  const LinkModel shm{1e-6, 6e9}, net{30e-6, 1.25e9};
+
+  Level node;
+  node.name = "node";
+  size_t next = 0;
+  if (!spec.empty() && spec[0].name == "node") {
+    std::vector<std::string> keys;
+    for (int r = 0; r < h.nranks; ++r) keys.push_back(std::to_string(r / spec[0].size));
+    node.group = number_groups(keys, &node.ngroups);
+    next = 1;
+  } else {
+    node.group = number_groups(hosts, &node.ngroups);
+  }
+  node.link = model_for("node", shm);
+  h.levels.push_back(node);
+  for (; next < spec.size(); ++next) {
+    const Level& below = h.levels.back();
+    Level l;
+    l.name = spec[next].name;
+    std::vector<std::string> keys;
+    for (int r = 0; r < h.nranks; ++r) keys.push_back(std::to_string(below.group[r] / spec[next].size));
+    l.group = number_groups(keys, &l.ngroups);
+    l.link = model_for(l.name, net);
+    h.levels.push_back(l);
+  }
+  h.top = model_for("top", h.levels.size() > 1 ? LinkModel{100e-6, 0.125e9} : net);
+  return h;
+}
+
+}  // namespace strata

@@ -1,0 +1,52 @@
+// The hierarchy a communicator sees: levels of rank groups, innermost first (node, then
+// optional rack/rail, then island), each with a link model for the links that join
+// groups of the level below inside one of its groups.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace strata {
+
+struct LinkModel {
+  double latency_s;      // alpha: per message
+  double bandwidth_Bps;  // 1/beta: per byte
+};
+
+struct Level {
+  std::string name;        // "node", "rack", "island", ...
+  std::vector<int> group;  // group index of every rank at this level (0..ngroups-1, by first rank)
+  int ngroups = 0;
+  LinkModel link;          // links inside a group of this level (between its sub-groups)
+};
+
+struct Hierarchy {
+  int nranks = 1;
+  std::vector<Level> levels;  // levels[0] = node; groups of level i+1 are unions of level-i groups
+  LinkModel top;              // links between the outermost groups
+
+  // The ranks of rank r's group at level i, in rank order.
+  std::vector<int> members(int level, int r) const;
+  bool single_group() const { return levels.empty() || levels.back().ngroups == 1; }
+  std::string describe() const;
+};
+
+// STRATA_HIERARCHY: "node:2,island:2" groups consecutive ranks into nodes of 2, and
+// consecutive nodes into islands of 2 nodes. "node" may be left out ("island:2"): nodes
+// then come from host identities. Empty: nodes from host identities only.
+struct LevelSpec {
+  std::string name;
+  int size;  // ranks per node for level 0, else groups of the level below per group
+};
+std::vector<LevelSpec> parse_hierarchy_spec(const std::string& spec);
+
+// Emulated node of `rank` when the spec sets node sizes, else -1.
+int emulated_node(const std::vector<LevelSpec>& spec, int rank);
+
+// Builds the hierarchy from each rank's host identity and the spec. Link models come from
+// defaults (shared memory inside a node, network above) or STRATA_LINK_MODEL
+// ("node:1us:6GB,island:500us:0.125GB", names as levels, "top" for the outermost links).
+Hierarchy build_hierarchy(const std::vector<std::string>& hosts, const std::vector<LevelSpec>& spec,
+                          const std::string& link_model_spec);
+
+}  // namespace strata
