@@ -43,5 +43,7 @@ Plan tree_plan(const CollArgs& a);
 Plan recursive_doubling_plan(const CollArgs& a);
 Plan direct_plan(const CollArgs& a);
 Plan hierarchical_plan(const CollArgs& a);
+// The hierarchy has levels that separate this call's ranks (else hierarchical = ring).
+bool hierarchy_splits(const CollArgs& a);
 
 }  // namespace strata

@@ -275,9 +275,10 @@ Plan reduce_scatter_two_level(const CollArgs& a, int g) {
 
 }  // namespace
 
+bool hierarchy_splits(const CollArgs& a) { return a.hier && !simplify(whole(a)).level_of.empty(); }
+
 Plan hierarchical_plan(const CollArgs& a) {
-  // Without levels that split the ranks there is nothing hierarchical to do.
-  if (!a.hier || simplify(whole(a)).level_of.empty()) return ring_plan(a);
+  if (!hierarchy_splits(a)) return ring_plan(a);
   Plan p;
   switch (a.coll) {
     case Collective::all_reduce:

@@ -7,7 +7,11 @@
 #include <mutex>
 #include <thread>
 
+#include <map>
+#include <tuple>
+
 #include "algorithms/algorithms.hpp"
+#include "algorithms/tuner.hpp"
 #include "bootstrap/bootstrap.hpp"
 #include "engine.hpp"
 #include "log.hpp"
@@ -69,10 +73,13 @@ uint64_t mix(uint64_t x) {  // splitmix64: spreads split tags so sub-communicato
   return x ^ (x >> 31);
 }
 
-bootstrap::RankInfo my_info(const Config& cfg, const net::Fd& listener) {
+// `emulated_node` >= 0 (STRATA_HIERARCHY sets node sizes) makes this rank's host
+// identity differ per emulated node, so those talk over tcp as separate hosts would.
+bootstrap::RankInfo my_info(const Config& cfg, const net::Fd& listener, int emulated_node) {
   bootstrap::RankInfo info{};
   info.listen = net::local_address(listener.get());
   std::string host = bootstrap::host_identity();
+  if (emulated_node >= 0) host += "/emulated-node-" + std::to_string(emulated_node);
   std::snprintf(info.host, sizeof info.host, "%s", host.c_str());
   info.tcp_nsocks = cfg.tcp_nsocks;
   info.force_tcp = cfg.transport == "tcp";
@@ -90,8 +97,11 @@ struct CommState {
   uint64_t tag = 1;
   uint64_t splits = 0;
   std::vector<bootstrap::RankInfo> table;
+  Hierarchy hier;
   std::unique_ptr<Engine> engine;
   std::vector<char> scratch;
+  // Plans by (collective, count, element size, root, in place): calls repeat.
+  std::map<std::tuple<int, size_t, size_t, int, bool>, Plan> plans;
 
   std::mutex qm;
   std::condition_variable qcv;
@@ -108,8 +118,13 @@ struct CommState {
   }
 
   static Comm create(int rank, int nranks, const std::vector<bootstrap::RankInfo>& table, const net::Fd& listener,
-                     const bootstrap::Secret& secret, uint64_t tag, const Config& cfg) {
+                     const bootstrap::Secret& secret, uint64_t tag, const Config& cfg,
+                     const std::vector<LevelSpec>& spec) {
     auto s = std::make_shared<CommState>();
+    std::vector<std::string> hosts;
+    for (const auto& info : table) hosts.emplace_back(info.host);
+    s->hier = build_hierarchy(hosts, spec, env_string("STRATA_LINK_MODEL").value_or(""));
+    if (rank == 0) STRATA_INFO("hierarchy: %s", s->hier.describe().c_str());
     s->rank = rank;
     s->nranks = nranks;
     s->cfg = cfg;
@@ -220,26 +235,33 @@ struct CommState {
   void execute(Collective coll, const void* in, void* out, size_t count, DataType type, ReduceOp op, int root,
                bool in_place) {
     log::set_thread_rank(rank);
-    CollArgs a{coll, count, size_of(type), root, rank, nranks, in_place, std::max<size_t>(1, cfg.chunk_bytes / size_of(type))};
-    Algo algo = default_algo(a);
-    const char* why = "by size";
-    if (!cfg.algo.empty()) {
-      for (Algo forced : {Algo::ring, Algo::tree, Algo::recursive_doubling, Algo::direct})
-        if (cfg.algo == name(forced)) {
-          if (supports(forced, coll)) {
-            algo = forced;
-            why = "STRATA_ALGO";
-          } else {
-            why = "STRATA_ALGO does not apply; by size";
-          }
-        }
-    }
-    Plan plan = build_plan(algo, a);
-    STRATA_INFO("%s: %zu x %s %s root %d, algorithm %s (%s), %zu rounds", name(coll), count, name(type),
-                name(op), root, plan.algo, why, plan.rounds());
-    size_t need = plan.scratch_count * a.elem_size;
+    const Plan& plan = plan_for(coll, count, size_of(type), root, in_place, type, op);
+    size_t need = plan.scratch_count * size_of(type);
     if (scratch.size() < need) scratch.resize(need);
     engine->execute(plan, Buffers{in, out, scratch.data()}, type, op);
+  }
+
+  // The tuner's (or STRATA_ALGO's) plan for this call, built once per distinct call.
+  const Plan& plan_for(Collective coll, size_t count, size_t esz, int root, bool in_place, DataType type, ReduceOp op) {
+    auto key = std::make_tuple(static_cast<int>(coll), count, esz, root, in_place);
+    if (auto it = plans.find(key); it != plans.end()) {
+      STRATA_TRACE("%s: %zu x %s, cached plan %s", name(coll), count, name(type), it->second.algo);
+      return it->second;
+    }
+    CollArgs a{coll, count, esz, root, rank, nranks, in_place, std::max<size_t>(1, cfg.chunk_bytes / esz), &hier};
+    Choice choice = tune(a);
+    const char* why = "tuner";
+    if (!cfg.algo.empty()) {
+      why = "STRATA_ALGO does not apply; tuner";
+      for (Algo forced : kAllAlgos)
+        if (cfg.algo == name(forced) && supports(forced, coll)) choice.algo = forced, why = "STRATA_ALGO";
+    }
+    if (choice.chunk_bytes && !env_string("STRATA_CHUNK_BYTES")) a.chunk_count = std::max<size_t>(1, choice.chunk_bytes / esz);
+    Plan plan = build_plan(choice.algo, a);
+    STRATA_INFO("%s: %zu x %s %s root %d: %s (%s), predicted %.1f us, %zu rounds", name(coll), count, name(type),
+                name(op), root, plan.algo, why, predict(choice.algo, a) * 1e6, plan.rounds());
+    if (plans.size() >= 256) plans.clear();  // bounded: sizes sweeps should not grow it forever
+    return plans.emplace(key, std::move(plan)).first->second;
   }
 
   Request collective(bool blocking, const char* call, Collective coll, const void* in, void* out, size_t count,
@@ -332,9 +354,11 @@ static Comm init(int nranks, int rank, const net::SockAddr& root, const bootstra
     throw InvalidArgument("rank " + std::to_string(rank) + " is outside [0, " + std::to_string(nranks) + ")");
   log::set_thread_rank(rank);
   Config cfg = Config::from_env();
+  auto spec = parse_hierarchy_spec(env_string("STRATA_HIERARCHY").value_or(""));
   net::Fd listener = listen_like(root);
-  auto table = bootstrap::join(root, secret, rank, nranks, my_info(cfg, listener), net::deadline_after(cfg.timeout_s));
-  Comm c = CommState::create(rank, nranks, table, listener, secret, 1, cfg);
+  auto table = bootstrap::join(root, secret, rank, nranks, my_info(cfg, listener, emulated_node(spec, rank)),
+                               net::deadline_after(cfg.timeout_s));
+  Comm c = CommState::create(rank, nranks, table, listener, secret, 1, cfg, spec);
   STRATA_INFO("communicator ready: rank %d of %d, host %s", rank, nranks, table[rank].host);
   return c;
 }
@@ -393,7 +417,7 @@ Comm Comm::split(int color, int key) {
     bootstrap::RankInfo info;
   };
   net::Fd listener = listen_like(s.table[s.rank].listen);
-  Entry mine{color, key, my_info(s.cfg, listener)};
+  Entry mine{color, key, s.table[s.rank]};
   mine.info.listen = s.table[s.rank].listen;  // same address as in the parent, new port
   mine.info.listen.set_port(net::local_address(listener.get()).port());
   std::vector<Entry> all(static_cast<size_t>(s.nranks));
@@ -412,7 +436,9 @@ Comm Comm::split(int color, int key) {
     table.push_back(all[r].info);
   }
   STRATA_INFO("split: color %d key %d -> rank %d of %zu", color, key, new_rank, table.size());
-  return CommState::create(new_rank, static_cast<int>(table.size()), table, listener, s.secret, tag, s.cfg);
+  // Nodes come from host identities (emulated nodes included); STRATA_HIERARCHY's upper
+  // levels describe the world's ranks, not a subset's.
+  return CommState::create(new_rank, static_cast<int>(table.size()), table, listener, s.secret, tag, s.cfg, {});
 }
 
 // ---- collectives: validation, then one shared path ----

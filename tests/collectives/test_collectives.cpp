@@ -96,6 +96,12 @@ std::vector<Config> configs() {
     env["STRATA_ALGO"] = "tree";
     v.push_back({"tinyring_tree_n4", 4, env, {"--medium", "--colls=broadcast,reduce"}, 400});
   }
+  // Emulated nodes (tcp between them) and islands: hierarchical plans forced, on even and
+  // uneven groups (7 ranks as nodes of 3+3+1), and the tuner's own choice.
+  for (auto [name, n, spec] : {std::tuple{"hier_node2_n4", 4, "node:2"}, std::tuple{"hier_node3_n7", 7, "node:3"},
+                               std::tuple{"hier_island_n7", 7, "node:2,island:2"}, std::tuple{"hier_node2_n3", 3, "node:2"}})
+    v.push_back({name, n, {{"STRATA_HIERARCHY", spec}, {"STRATA_ALGO", "hierarchical"}}, {"--quick", "--medium"}, 400});
+  v.push_back({"hier_tuned_n4", 4, {{"STRATA_HIERARCHY", "node:2"}}, {"--quick", "--medium"}, 400});
   return v;
 }
 

@@ -1,0 +1,124 @@
+#include "algorithms/tuner.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace strata {
+
+namespace {
+
+const LinkModel kDefaultLink{2e-6, 6e9};
+
+int ceil_log2(int n) {
+  int k = 0;
+  while ((1 << k) < n) ++k;
+  return k;
+}
+
+// Ranks per node (largest node) and number of nodes.
+void node_shape(const Hierarchy& h, int* g, int* k) {
+  *k = h.levels.empty() ? h.nranks : h.levels[0].ngroups;
+  *g = 1;
+  for (int r = 0; r < h.nranks && !h.levels.empty(); ++r) *g = std::max(*g, static_cast<int>(h.members(0, r).size()));
+}
+
+// Hierarchy of the node leaders: the levels above the node.
+LinkModel above_node_link(const Hierarchy& h) {
+  for (size_t i = 1; i < h.levels.size(); ++i)
+    if (h.levels[i].ngroups == 1) return h.levels[i].link;
+  return h.top;
+}
+
+double chain_time(double bytes, int n, const LinkModel& l, size_t* chunk) {
+  if (n <= 1) return 0;
+  // (S/C + n - 2)(alpha + C/B) is smallest at C = sqrt(S * alpha * B / (n - 2)).
+  double c = n > 2 ? std::sqrt(bytes * l.latency_s * l.bandwidth_Bps / (n - 2)) : bytes;
+  c = std::clamp(c, 4096.0, std::max(bytes, 4096.0));
+  if (chunk) *chunk = static_cast<size_t>(c);
+  return (std::ceil(bytes / c) + n - 2) * (l.latency_s + c / l.bandwidth_Bps);
+}
+
+double tree_time(double bytes, int n, const LinkModel& l) { return ceil_log2(n) * (l.latency_s + bytes / l.bandwidth_Bps); }
+
+double flat_time(Algo algo, Collective coll, double bytes, int n, const LinkModel& l, size_t* chunk) {
+  const double a = l.latency_s, B = l.bandwidth_Bps;
+  if (n <= 1) return 0;
+  switch (coll) {
+    case Collective::all_reduce:
+      if (algo == Algo::ring) return 2.0 * (n - 1) * (a + bytes / n / B);
+      if (algo == Algo::direct) return a + (n - 1) * bytes / B;
+      {
+        int p = 1 << (ceil_log2(n + 1) - 1);  // largest power of two <= n
+        int steps = ceil_log2(p) + (n > p ? 2 : 0);
+        return steps * (a + bytes / B);
+      }
+    case Collective::reduce_scatter:
+    case Collective::all_gather:  // bytes: the whole gathered vector
+      if (algo == Algo::ring) return (n - 1) * (a + bytes / n / B);
+      return a + (n - 1) * bytes / n / B;
+    case Collective::broadcast:
+    case Collective::reduce:
+      if (algo == Algo::tree) return tree_time(bytes, n, l);
+      return chain_time(bytes, n, l, chunk);
+    case Collective::all_to_all: return a + (n - 1) * bytes / n / B;
+    case Collective::barrier: return ceil_log2(n) * a;
+  }
+  return 0;
+}
+
+}  // namespace
+
+LinkModel cross_link(const Hierarchy& h) {
+  for (size_t i = 0; i < h.levels.size(); ++i)
+    if (h.levels[i].ngroups == 1) return i == 0 ? h.levels[0].link : h.levels[i].link;
+  return h.levels.empty() ? kDefaultLink : h.top;
+}
+
+double predict(Algo algo, const CollArgs& a) {
+  Hierarchy one_host;
+  if (!a.hier) {
+    one_host.nranks = a.nranks;
+    one_host.levels.push_back({"node", std::vector<int>(static_cast<size_t>(a.nranks), 0), 1, kDefaultLink});
+  }
+  const Hierarchy& h = a.hier ? *a.hier : one_host;
+  const int n = a.nranks;
+  double bytes = static_cast<double>(a.count) * a.elem_size;
+  if (a.coll == Collective::reduce_scatter || a.coll == Collective::all_gather || a.coll == Collective::all_to_all)
+    bytes *= n;
+  if (algo != Algo::hierarchical) return flat_time(algo, a.coll, bytes, n, cross_link(h), nullptr);
+
+  int g, k;
+  node_shape(h, &g, &k);
+  const LinkModel in = h.levels[0].link, out = above_node_link(h);
+  const double fg = (g - 1.0) / g;
+  switch (a.coll) {
+    case Collective::all_reduce:
+      // g concurrent rings of k, sharing each node's link: 2(k-1) steps of S/k bytes per node.
+      return 2 * (in.latency_s + fg * bytes / in.bandwidth_Bps) + 2.0 * (k - 1) * (out.latency_s + bytes / k / out.bandwidth_Bps);
+    case Collective::reduce_scatter:
+    case Collective::all_gather:
+      return in.latency_s + fg * bytes / in.bandwidth_Bps + (k - 1) * (out.latency_s + bytes / k / out.bandwidth_Bps);
+    case Collective::broadcast:
+    case Collective::reduce: {
+      Algo inner = bytes < (64 << 10) ? Algo::tree : Algo::ring;
+      return flat_time(inner, a.coll, bytes, k, out, nullptr) + flat_time(inner, a.coll, bytes, g, in, nullptr);
+    }
+    default: return flat_time(Algo::direct, a.coll, bytes, n, cross_link(h), nullptr);
+  }
+}
+
+Choice tune(const CollArgs& a) {
+  Choice best{default_algo(a), HUGE_VAL, 0};
+  for (Algo algo : kAllAlgos) {
+    if (!supports(algo, a.coll) || (algo == Algo::hierarchical && !hierarchy_splits(a))) continue;
+    double t = predict(algo, a);
+    if (t < best.predicted_s) best = {algo, t, 0};
+  }
+  if (best.algo == Algo::ring && (a.coll == Collective::broadcast || a.coll == Collective::reduce)) {
+    double bytes = static_cast<double>(a.count) * a.elem_size;
+    chain_time(bytes, a.nranks, a.hier ? cross_link(*a.hier) : kDefaultLink, &best.chunk_bytes);
+  }
+  return best;
+}
+
+}  // namespace strata
