@@ -3,12 +3,14 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <new>
 
+#include "env.hpp"
 #include "strata/error.hpp"
 
 namespace strata {
@@ -23,7 +25,12 @@ struct SegHeader {
   uint64_t nrings;
   uint64_t stride;
   uint64_t total;
+  int64_t pid;
+  uint64_t probe_addr;
 };
+
+// What a peer reads to prove it may read this process's memory.
+const volatile uint64_t probe = ShmSegment::kProbeValue;
 
 uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) & ~(a - 1); }
 
@@ -31,7 +38,7 @@ uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) & ~(a - 1); }
 }  // namespace
 
 std::shared_ptr<ShmSegment> ShmSegment::create(const std::string& name, int nrings, size_t ring_bytes) {
-  uint64_t stride = align_up(192 + ring_bytes, 4096);
+  uint64_t stride = align_up(ShmRing::kHeaderBytes + ring_bytes, 4096);
   uint64_t total = kHeaderBytes + stride * static_cast<uint64_t>(nrings);
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) sys_fail("shm_open " + name);
@@ -56,11 +63,15 @@ std::shared_ptr<ShmSegment> ShmSegment::create(const std::string& name, int nrin
     auto* r = new (static_cast<char*>(base) + kHeaderBytes + stride * i) ShmRing();
     r->head.store(0, std::memory_order_relaxed);
     r->tail.store(0, std::memory_order_relaxed);
+    r->large_done.store(0, std::memory_order_relaxed);
+    r->direct_ok.store(0, std::memory_order_relaxed);
     r->capacity = ring_bytes;
   }
   h->nrings = static_cast<uint64_t>(nrings);
   h->stride = stride;
   h->total = total;
+  h->pid = getpid();
+  h->probe_addr = reinterpret_cast<uint64_t>(&probe);
   std::atomic_thread_fence(std::memory_order_release);
   h->magic = kSegMagic;
   return seg;
@@ -97,6 +108,8 @@ ShmRing* ShmSegment::ring(int i) const {
 }
 
 int ShmSegment::nrings() const { return static_cast<int>(static_cast<SegHeader*>(base_)->nrings); }
+int ShmSegment::owner_pid() const { return static_cast<int>(static_cast<SegHeader*>(base_)->pid); }
+uint64_t ShmSegment::owner_probe_addr() const { return static_cast<SegHeader*>(base_)->probe_addr; }
 
 void ShmSegment::unlink() {
   if (owner_) shm_unlink(name_.c_str());
@@ -108,66 +121,140 @@ ShmLink::ShmLink(int peer, ShmRing* out, ShmRing* in, std::shared_ptr<ShmSegment
     : Link(peer), out_(out), in_(in), out_seg_(std::move(out_seg)), in_seg_(std::move(in_seg)) {
   head_ = out_->head.load(std::memory_order_relaxed);
   tail_ = in_->tail.load(std::memory_order_relaxed);
+  peer_pid_ = out_seg_->owner_pid();
+  direct_min_ = static_cast<size_t>(env_int("STRATA_SHM_DIRECT_BYTES", 64 << 10, 0, 1LL << 40));
+  // Prove we may read the peer's memory (ptrace rules, containers); tell the peer through
+  // the ring it writes to, before any transfer, so both sides choose the same protocol.
+  uint64_t got = 0;
+  iovec local{&got, sizeof got}, remote{reinterpret_cast<void*>(out_seg_->owner_probe_addr()), sizeof got};
+  we_read_direct_ = direct_min_ > 0 && process_vm_readv(peer_pid_, &local, 1, &remote, 1, 0) == sizeof got &&
+                    got == ShmSegment::kProbeValue;
+  in_->direct_ok.store(we_read_direct_ ? 1 : 0, std::memory_order_release);
+  if (we_read_direct_) staging_.resize(256 << 10);
 }
 
 void ShmLink::post_send(const void* buf, size_t bytes) {
-  sends_.push_back({const_cast<char*>(static_cast<const char*>(buf)), bytes, 0, nullptr, 1});
+  Transfer t{const_cast<char*>(static_cast<const char*>(buf)), bytes, 0, nullptr, 1};
+  t.direct = direct_min_ > 0 && bytes >= direct_min_ && out_->direct_ok.load(std::memory_order_acquire);
+  sends_.push_back(t);
 }
 
 void ShmLink::post_recv(void* buf, size_t bytes, ReduceFn reduce, size_t elem_size) {
-  recvs_.push_back({static_cast<char*>(buf), bytes, 0, reduce, elem_size});
+  Transfer t{static_cast<char*>(buf), bytes, 0, reduce, elem_size};
+  t.direct = we_read_direct_ && bytes >= direct_min_;
+  recvs_.push_back(t);
+}
+
+size_t ShmLink::fifo_write(const char* src, size_t len, size_t done) {
+  const uint64_t cap = out_->capacity;
+  uint64_t start = done == 0 ? align_up(head_, kAlign) : head_;
+  uint64_t used = start - out_->tail.load(std::memory_order_acquire);
+  if (used >= cap) return 0;
+  uint64_t n = std::min<uint64_t>(cap - used, len - done);
+  if (done == 0 && n < len && len <= sizeof(Descriptor)) return 0;  // descriptors go in whole
+  uint64_t pos = start % cap;
+  uint64_t first = std::min(n, cap - pos);
+  std::memcpy(out_->data() + pos, src + done, first);
+  if (n > first) std::memcpy(out_->data(), src + done + first, n - first);
+  head_ = start + n;
+  out_->head.store(head_, std::memory_order_release);
+  return n;
+}
+
+size_t ShmLink::fifo_read(char* dst, size_t len, size_t done, ReduceFn reduce, size_t elem_size) {
+  const uint64_t cap = in_->capacity;
+  uint64_t start = done == 0 ? align_up(tail_, kAlign) : tail_;
+  uint64_t head = in_->head.load(std::memory_order_acquire);
+  if (head <= start) return 0;
+  uint64_t n = std::min<uint64_t>(head - start, len - done);
+  // A reduction consumes whole elements; the rest waits for the producer. Transfers
+  // start aligned and the capacity is a multiple of 64, so no element straddles the wrap.
+  if (reduce && done + n < len) n -= n % elem_size;
+  if (n == 0) return 0;
+  uint64_t pos = start % cap;
+  uint64_t first = std::min(n, cap - pos);
+  if (reduce) {
+    reduce(dst + done, in_->data() + pos, first / elem_size);
+    if (n > first) reduce(dst + done + first, in_->data(), (n - first) / elem_size);
+  } else {
+    std::memcpy(dst + done, in_->data() + pos, first);
+    if (n > first) std::memcpy(dst + done + first, in_->data(), n - first);
+  }
+  tail_ = start + n;
+  in_->tail.store(tail_, std::memory_order_release);
+  return n;
 }
 
 bool ShmLink::send_some() {
   bool moved = false;
-  const uint64_t cap = out_->capacity;
   while (!sends_.empty()) {
     Transfer& t = sends_.front();
-    uint64_t start = t.done == 0 ? align_up(head_, kAlign) : head_;
-    uint64_t used = start - out_->tail.load(std::memory_order_acquire);
-    if (used >= cap) break;
-    uint64_t n = std::min<uint64_t>(cap - used, t.len - t.done);
-    uint64_t pos = start % cap;
-    uint64_t first = std::min(n, cap - pos);
-    std::memcpy(out_->data() + pos, t.buf + t.done, first);
-    if (n > first) std::memcpy(out_->data(), t.buf + t.done + first, n - first);
-    head_ = start + n;
-    out_->head.store(head_, std::memory_order_release);
-    t.done += n;
-    moved = true;
-    if (t.done < t.len) break;
+    if (t.direct) {
+      if (!t.announced) {
+        Descriptor d{reinterpret_cast<uint64_t>(t.buf), t.len};
+        if (fifo_write(reinterpret_cast<const char*>(&d), sizeof d, 0) == 0) break;
+        t.announced = true;
+        t.seq = ++direct_sent_;
+        moved = true;
+      }
+      // The buffer must stay untouched until the peer has read it all.
+      if (out_->large_done.load(std::memory_order_acquire) < t.seq) break;
+    } else {
+      size_t n = fifo_write(t.buf, t.len, t.done);
+      if (n == 0) break;
+      t.done += n;
+      moved = true;
+      if (t.done < t.len) break;
+    }
     sends_.pop_front();
   }
   return moved;
 }
 
+// One piece per call, so the engine keeps every other link of the round moving too.
+bool ShmLink::direct_read(Transfer& t) {
+  size_t n = std::min(staging_.size(), t.len - t.done);
+  char* into = t.reduce ? staging_.data() : t.buf + t.done;
+  size_t got = 0;
+  while (got < n) {
+    iovec local{into + got, n - got}, remote{reinterpret_cast<void*>(t.remote + t.done + got), n - got};
+    ssize_t r = process_vm_readv(peer_pid_, &local, 1, &remote, 1, 0);
+    if (r <= 0) {
+      if (r < 0 && errno == EINTR) continue;
+      throw PeerError(peer(), "rank " + std::to_string(peer()) + " is unreachable: reading its memory failed: " +
+                                  std::strerror(errno));
+    }
+    got += static_cast<size_t>(r);
+  }
+  if (t.reduce) t.reduce(t.buf + t.done, staging_.data(), n / t.elem_size);
+  t.done += n;
+  return true;
+}
+
 bool ShmLink::recv_some() {
   bool moved = false;
-  const uint64_t cap = in_->capacity;
   while (!recvs_.empty()) {
     Transfer& t = recvs_.front();
-    uint64_t start = t.done == 0 ? align_up(tail_, kAlign) : tail_;
-    uint64_t head = in_->head.load(std::memory_order_acquire);
-    if (head <= start) break;
-    uint64_t n = std::min<uint64_t>(head - start, t.len - t.done);
-    // A reduction consumes whole elements; the rest waits for the producer. Transfers
-    // start aligned and the capacity is a multiple of 64, so no element straddles the wrap.
-    if (t.reduce && t.done + n < t.len) n -= n % t.elem_size;
-    if (n == 0) break;
-    uint64_t pos = start % cap;
-    uint64_t first = std::min(n, cap - pos);
-    if (t.reduce) {
-      t.reduce(t.buf + t.done, in_->data() + pos, first / t.elem_size);
-      if (n > first) t.reduce(t.buf + t.done + first, in_->data(), (n - first) / t.elem_size);
+    if (t.direct) {
+      if (!t.announced) {
+        Descriptor d{};
+        if (fifo_read(reinterpret_cast<char*>(&d), sizeof d, 0, nullptr, 1) == 0) break;
+        if (d.len != t.len)
+          throw InternalError("shm: rank " + std::to_string(peer()) + " sent " + std::to_string(d.len) +
+                              " bytes where " + std::to_string(t.len) + " were expected (plans disagree)");
+        t.remote = d.addr;
+        t.announced = true;
+      }
+      moved |= direct_read(t);
+      if (t.done < t.len) break;
+      in_->large_done.fetch_add(1, std::memory_order_release);
     } else {
-      std::memcpy(t.buf + t.done, in_->data() + pos, first);
-      if (n > first) std::memcpy(t.buf + t.done + first, in_->data(), n - first);
+      size_t n = fifo_read(t.buf, t.len, t.done, t.reduce, t.elem_size);
+      if (n == 0) break;
+      t.done += n;
+      moved = true;
+      if (t.done < t.len) break;
     }
-    tail_ = start + n;
-    in_->tail.store(tail_, std::memory_order_release);
-    t.done += n;
-    moved = true;
-    if (t.done < t.len) break;
     recvs_.pop_front();
   }
   return moved;

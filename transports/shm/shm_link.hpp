@@ -8,17 +8,27 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "transports/transport.hpp"
 
 namespace strata {
 
 struct ShmRing {
-  alignas(64) std::atomic<uint64_t> head;  // bytes ever written (producer)
-  alignas(64) std::atomic<uint64_t> tail;  // bytes ever consumed (consumer)
-  alignas(64) uint64_t capacity;           // multiple of 64
-  char* data() { return reinterpret_cast<char*>(this) + 192; }
+  alignas(64) std::atomic<uint64_t> head;        // bytes ever written (producer)
+  alignas(64) std::atomic<uint64_t> tail;        // bytes ever consumed (consumer)
+  alignas(64) std::atomic<uint64_t> large_done;  // direct-read transfers finished (consumer)
+  alignas(64) uint64_t capacity;                 // multiple of 64
+  std::atomic<uint32_t> direct_ok;               // the consumer can read the producer's memory
+  static constexpr size_t kHeaderBytes = 256;
+  char* data() { return reinterpret_cast<char*>(this) + kHeaderBytes; }
 };
+
+// Large transfers skip the FIFO: the sender puts the address of its buffer in the FIFO and
+// the receiver reads it straight from the sender's memory (process_vm_readv, one copy;
+// a reduction reads cache-sized pieces and reduces them at once). Used when the receiver
+// proved at setup that it may read the peer's memory, for transfers of at least
+// STRATA_SHM_DIRECT_BYTES (default 64 KiB; 0 turns it off).
 
 // A mapped segment with `nrings` FIFOs. The creator unlinks the name once peers have
 // mapped it, so nothing stays in /dev/shm after the job.
@@ -29,6 +39,9 @@ class ShmSegment {
   ~ShmSegment();
   ShmRing* ring(int i) const;
   int nrings() const;
+  int owner_pid() const;             // the process that created the segment
+  uint64_t owner_probe_addr() const;  // an address in that process holding kProbeValue
+  static constexpr uint64_t kProbeValue = 0x5354524154415052ull;
   void unlink();
 
  private:
@@ -57,9 +70,20 @@ class ShmLink final : public Link {
     size_t len, done;
     ReduceFn reduce;
     size_t elem_size;
+    bool direct = false;    // read by the receiver from the sender's memory
+    bool announced = false;  // direct: the buffer's address is in the FIFO
+    uint64_t seq = 0;        // direct send: complete when the peer's large_done reaches it
+    uint64_t remote = 0;     // direct recv: the sender's address
+  };
+  struct Descriptor {
+    uint64_t addr, len;
   };
   bool send_some();
   bool recv_some();
+  // FIFO primitives: one message, whole or in pieces; return bytes moved.
+  size_t fifo_write(const char* src, size_t len, size_t done);
+  size_t fifo_read(char* dst, size_t len, size_t done, ReduceFn reduce, size_t elem_size);
+  bool direct_read(Transfer& t);
 
   ShmRing* out_;
   ShmRing* in_;
@@ -67,6 +91,11 @@ class ShmLink final : public Link {
   uint64_t head_;  // our copy of out_->head (only we write it)
   uint64_t tail_;  // our copy of in_->tail (only we write it)
   std::deque<Transfer> sends_, recvs_;
+  int peer_pid_;
+  size_t direct_min_;        // smallest transfer read directly (0: never)
+  bool we_read_direct_;      // we proved we can read the peer's memory
+  uint64_t direct_sent_ = 0;  // direct sends announced so far
+  std::vector<char> staging_;  // a direct reducing receive reads here, then reduces
 };
 
 }  // namespace strata
