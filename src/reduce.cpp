@@ -4,80 +4,14 @@
 #include <cstdint>
 #include <type_traits>
 
+#include <cstdlib>
+#include <string>
+
 #include "half.hpp"
 
 namespace strata {
 
 namespace {
-
-// Integer + and * wrap (two's complement) instead of being undefined on overflow.
-template <typename T>
-T add(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-  } else {
-    return a + b;
-  }
-}
-template <typename T>
-T mul(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    // Promote to at least unsigned int so uint8/int8 products do not promote to int.
-    using P = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
-    return static_cast<T>(static_cast<P>(static_cast<U>(a)) * static_cast<P>(static_cast<U>(b)));
-  } else {
-    return a * b;
-  }
-}
-
-struct Sum {
-  template <typename T> T operator()(T a, T b) const { return add(a, b); }
-};
-struct Prod {
-  template <typename T> T operator()(T a, T b) const { return mul(a, b); }
-};
-struct Max {
-  template <typename T> T operator()(T a, T b) const { return std::max(a, b); }
-};
-struct Min {
-  template <typename T> T operator()(T a, T b) const { return std::min(a, b); }
-};
-
-template <typename T, typename Op>
-void kernel(void* dst, const void* src, size_t n) {
-  T* d = static_cast<T*>(dst);
-  const T* s = static_cast<const T*>(src);
-  Op op;
-  for (size_t i = 0; i < n; ++i) d[i] = op(d[i], s[i]);
-}
-
-// 16-bit floats reduce in fp32 and round back to nearest even after every step.
-template <float (*ToF)(uint16_t), uint16_t (*FromF)(float), typename Op>
-void kernel16(void* dst, const void* src, size_t n) {
-  uint16_t* d = static_cast<uint16_t*>(dst);
-  const uint16_t* s = static_cast<const uint16_t*>(src);
-  Op op;
-  for (size_t i = 0; i < n; ++i) d[i] = FromF(op(ToF(d[i]), ToF(s[i])));
-}
-
-template <typename Op>
-ReduceFn for_type(DataType t) {
-  switch (t) {
-    case DataType::int8: return kernel<int8_t, Op>;
-    case DataType::uint8: return kernel<uint8_t, Op>;
-    case DataType::int32: return kernel<int32_t, Op>;
-    case DataType::uint32: return kernel<uint32_t, Op>;
-    case DataType::int64: return kernel<int64_t, Op>;
-    case DataType::uint64: return kernel<uint64_t, Op>;
-    case DataType::float16: return kernel16<half_to_float, float_to_half, Op>;
-    case DataType::bfloat16: return kernel16<bf16_to_float, float_to_bf16, Op>;
-    case DataType::float32: return kernel<float, Op>;
-    case DataType::float64: return kernel<double, Op>;
-  }
-  return nullptr;
-}
 
 template <typename T>
 void divide(void* buf, size_t n, int by) {
@@ -93,15 +27,26 @@ void divide16(void* buf, size_t n, int by) {
 
 }  // namespace
 
+namespace generic {
+ReduceFn reduce_fn(DataType type, ReduceOp op);
+}
+namespace avx2 {
+ReduceFn reduce_fn(DataType type, ReduceOp op);
+}
+
+bool use_avx2() {
+  // STRATA_REDUCE_ISA=generic forces the baseline kernels (for comparison and testing).
+  static const bool yes = [] {
+    const char* isa = std::getenv("STRATA_REDUCE_ISA");
+    if (isa && std::string(isa) == "generic") return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  }();
+  return yes;
+}
+
 ReduceFn reduce_fn(DataType type, ReduceOp op) {
-  switch (op) {
-    case ReduceOp::sum:
-    case ReduceOp::avg: return for_type<Sum>(type);
-    case ReduceOp::prod: return for_type<Prod>(type);
-    case ReduceOp::max: return for_type<Max>(type);
-    case ReduceOp::min: return for_type<Min>(type);
-  }
-  return nullptr;
+  return use_avx2() ? avx2::reduce_fn(type, op) : generic::reduce_fn(type, op);
 }
 
 void finalize(void* buf, size_t count, DataType type, ReduceOp op, int nranks) {
