@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Side-by-side sweep of every algorithm against the tuner's choice.
 
 Runs strata-perf once per forced algorithm (STRATA_ALGO) and once with the tuner, each
