@@ -11,6 +11,7 @@
 #include <string>
 #include <system_error>
 
+#include "cluster.hpp"
 #include "signals.hpp"
 #include "spawn.hpp"
 
@@ -42,10 +43,12 @@ int exit_status_of(int wait_status) {
 
 }  // namespace
 
-Job::Job(const Options& options, JobIdentity identity, const char* const* base_environment)
+Job::Job(const Options& options, JobIdentity identity, const char* const* base_environment,
+         const EmulatedCluster* cluster)
     : options_(options),
       identity_(std::move(identity)),
       base_environment_(base_environment),
+      cluster_(cluster),
       stdout_sink_(STDOUT_FILENO),
       stderr_sink_(STDERR_FILENO) {
   ranks_.reserve(static_cast<size_t>(options_.nranks));
@@ -105,10 +108,13 @@ int Job::run() {
 
 void Job::start_ranks() {
   for (auto& rank : ranks_) {
-    RankPlacement where{rank.index, options_.nranks, rank.index, options_.nranks};
+    RankPlacement where = cluster_ ? cluster_->placement(rank.index)
+                                   : RankPlacement{rank.index, options_.nranks, rank.index,
+                                                   options_.nranks};
     try {
       RankProcess p = spawn_rank(rank.index, options_.command,
-                                 rank_environment(base_environment_, identity_, where));
+                                 rank_environment(base_environment_, identity_, where),
+                                 cluster_ ? cluster_->netns_fd_of_rank(rank.index) : -1);
       rank.pid = p.pid;
       rank.running = true;
       rank.out.fd = p.stdout_fd;
@@ -195,6 +201,8 @@ void Job::after_last_exit() {
   // Background processes a rank left in its group would otherwise hold its output pipes
   // open (we would wait forever) and outlive the job.
   signal_all_groups(SIGKILL);
+  // Those that left their group but are still in an emulated host go too.
+  if (cluster_) cluster_->kill_strays();
   drain_deadline_ = Clock::now() + kLeftoverDrain;
 }
 

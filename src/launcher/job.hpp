@@ -13,10 +13,15 @@
 
 namespace strata::launcher {
 
+class EmulatedCluster;
+
 class Job {
  public:
-  // Signal handlers must already be installed (install_signal_handlers).
-  Job(const Options& options, JobIdentity identity, const char* const* base_environment);
+  // Signal handlers must already be installed (install_signal_handlers). With a cluster
+  // (--hosts), each rank starts in its host's network namespace with its host's local
+  // rank and size; the cluster must outlive the job.
+  Job(const Options& options, JobIdentity identity, const char* const* base_environment,
+      const EmulatedCluster* cluster = nullptr);
   // Safety net for an exception escaping run(): no rank outlives strata-run.
   ~Job();
   Job(const Job&) = delete;
@@ -56,6 +61,7 @@ class Job {
   Options options_;
   JobIdentity identity_;
   const char* const* base_environment_;
+  const EmulatedCluster* cluster_;
   OutputSink stdout_sink_;
   OutputSink stderr_sink_;
   std::vector<Rank> ranks_;

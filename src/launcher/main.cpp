@@ -4,8 +4,10 @@
 
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <string>
 
+#include "cluster.hpp"
 #include "job.hpp"
 #include "job_env.hpp"
 #include "options.hpp"
@@ -42,7 +44,16 @@ int main(int argc, char** argv) {
 
   try {
     install_signal_handlers();
-    Job job(parsed.options, make_job_identity(), environ);
+    const Options& opts = parsed.options;
+    JobIdentity identity = make_job_identity();
+    // Declared before the job, so it is torn down after the ranks are gone.
+    std::optional<EmulatedCluster> cluster;
+    if (opts.hosts > 0) {
+      cluster.emplace(ClusterSpec{opts.hosts, opts.nranks,
+                                  opts.subnet.value_or(default_subnet()), opts.link_rate});
+      identity.root = cluster->root_address();
+    }
+    Job job(opts, std::move(identity), environ, cluster ? &*cluster : nullptr);
     return job.run();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "strata-run: %s\n", e.what());

@@ -42,6 +42,48 @@ std::string parse_grace(Options& o, std::string_view v) {
   return {};
 }
 
+std::string parse_hosts(Options& o, std::string_view v) {
+  int h = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), h);
+  if (ec != std::errc() || end != v.data() + v.size() || h < 1)
+    return "--hosts needs a whole number of hosts >= 1, got '" + std::string(v) + "'";
+  o.hosts = h;
+  return {};
+}
+
+std::string parse_rate(Options& o, std::string_view v) {
+  o.link_rate = parse_link_rate(v);
+  if (!o.link_rate)
+    return "--link-rate needs a rate in tc's syntax between 8bit and 100gbit (e.g. 1gbit, "
+           "100mbit, 500kbit), got '" + std::string(v) + "'";
+  return {};
+}
+
+std::string parse_subnet_option(Options& o, std::string_view v) {
+  o.subnet = parse_subnet(v);
+  if (!o.subnet)
+    return "--subnet needs an IPv4 network A.B.C.D/LEN with LEN 8..30 and the host bits "
+           "zero (e.g. 10.231.0.0/24), got '" + std::string(v) + "'";
+  return {};
+}
+
+// Rules that involve more than one option.
+std::string check_combination(const Options& o) {
+  if (o.hosts == 0) {
+    if (o.link_rate) return "--link-rate needs --hosts (there are no links without it)";
+    if (o.subnet) return "--subnet needs --hosts";
+    return {};
+  }
+  if (o.hosts > o.nranks)
+    return "--hosts " + std::to_string(o.hosts) + " is more than the " +
+           std::to_string(o.nranks) + " rank(s): every host needs a rank";
+  Subnet net = o.subnet.value_or(default_subnet());
+  if (o.hosts > net.max_hosts())
+    return "--subnet " + net.text() + " has room for " + std::to_string(net.max_hosts()) +
+           " hosts, not " + std::to_string(o.hosts);
+  return {};
+}
+
 const OptionSpec kOptions[] = {
     {'n', "nranks", "N", "number of ranks to start (required, at least 1)", parse_nranks},
     {0, "grace", "SEC",
@@ -52,6 +94,17 @@ const OptionSpec kOptions[] = {
        o.prefix_output = false;
        return std::string();
      }},
+    {0, "hosts", "H",
+     "emulate H hosts on this machine: one network namespace each, ranks spread over them "
+     "in consecutive blocks (needs root)",
+     parse_hosts},
+    {0, "link-rate", "RATE",
+     "with --hosts: shape each host's link to RATE in both directions (tc syntax: 1gbit, "
+     "100mbit, ...; default unshaped)",
+     parse_rate},
+    {0, "subnet", "NET",
+     "with --hosts: the hosts' IPv4 network, host i gets address i+1 (default 10.231.0.0/24)",
+     parse_subnet_option},
     {'h', "help", "", "print this help and exit",
      [](Options& o, std::string_view) {
        o.show_help = true;
@@ -141,6 +194,7 @@ ParseResult parse_options(int argc, const char* const* argv) {
   }
   if (opts.nranks == 0) return usage_error("missing -n N (the number of ranks)");
   if (opts.command.empty()) return usage_error("missing the command to run");
+  if (std::string err = check_combination(opts); !err.empty()) return usage_error(err);
   return result;
 }
 
@@ -156,9 +210,26 @@ std::string usage_text() {
     left += spec.short_name ? std::string{'-', spec.short_name, ','} + " " : std::string("    ");
     left += "--" + std::string(spec.long_name);
     if (!spec.value_name.empty()) left += " " + std::string(spec.value_name);
-    if (left.size() < 22) left.resize(22, ' ');
+    if (left.size() < 24) left.resize(24, ' ');
     else left += "  ";
-    s += left + std::string(spec.help) + "\n";
+    // Help wraps at 80 columns, continuation lines under the first.
+    std::string line = left;
+    std::string_view help = spec.help;
+    bool first_word = true;
+    while (!help.empty()) {
+      size_t sp = help.find(' ');
+      std::string_view word = help.substr(0, sp);
+      help = sp == std::string_view::npos ? std::string_view() : help.substr(sp + 1);
+      if (!first_word && line.size() + 1 + word.size() > 80) {
+        s += line + "\n";
+        line = std::string(24, ' ');
+        first_word = true;
+      }
+      if (!first_word) line += ' ';
+      line += word;
+      first_word = false;
+    }
+    s += line + "\n";
   }
   s +=
       "\n"
@@ -169,6 +240,8 @@ std::string usage_text() {
       "  STRATA_WORLD_SIZE, STRATA_LOCAL_SIZE  N\n"
       "  STRATA_ROOT                           127.0.0.1:PORT, a free port rank 0 listens on\n"
       "  STRATA_SECRET                         32 hex digits, fresh for every job\n"
+      "With --hosts, STRATA_LOCAL_RANK and STRATA_LOCAL_SIZE count the ranks of the rank's\n"
+      "host and STRATA_ROOT is host 0's address, port 29500.\n"
       "These are always set anew, replacing any values strata-run itself inherited, so a\n"
       "strata-run started from inside a job starts an independent job.\n"
       "\n"
@@ -180,13 +253,22 @@ std::string usage_text() {
       "after the grace period (at once on a second signal). When all ranks have exited,\n"
       "processes they left behind in their process groups are killed.\n"
       "\n"
+      "--hosts H (root only) emulates a cluster: each host is a network namespace of its\n"
+      "own (strata-PID-h0, ...), with loopback and, for H >= 2, an eth0 on a private network\n"
+      "(--subnet; host i at address i+1): a veth pair joins 2 hosts, a bridge in namespace\n"
+      "strata-PID-sw joins more. N ranks go in consecutive blocks, the first N%H hosts\n"
+      "getting one more (-n 5 --hosts 2: ranks 0-2 on host 0, 3-4 on host 1). --link-rate\n"
+      "shapes each host's link in both directions with tbf. Everything is removed when the\n"
+      "job ends, however it ends; see docs/launcher.md.\n"
+      "\n"
       "exit status:\n"
       "  0      every rank exited with status 0\n"
       "  S      the first rank that failed exited with status S (127: command not found)\n"
       "  128+K  the first rank that failed was killed by signal K, or strata-run itself\n"
       "         got signal K (130 for Ctrl-C)\n"
       "  2      usage error\n"
-      "  1      strata-run could not start the job\n";
+      "  1      strata-run could not start the job (with --hosts also: not root, or\n"
+      "         iproute2 failed to build the cluster)\n";
   return s;
 }
 

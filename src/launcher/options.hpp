@@ -1,8 +1,12 @@
 // Command-line options of strata-run.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "cluster.hpp"
+#include "tc.hpp"
 
 namespace strata::launcher {
 
@@ -11,6 +15,9 @@ struct Options {
   double grace_seconds = 2.0;
   bool prefix_output = true;
   bool show_help = false;
+  int hosts = 0;                      // 0: no emulated cluster (--hosts not given)
+  std::optional<LinkRate> link_rate;  // --link-rate; none: links are not shaped
+  std::optional<Subnet> subnet;       // --subnet; none: default_subnet()
   std::vector<std::string> command;  // COMMAND ARGS...
 };
 

@@ -1,6 +1,7 @@
 #include "spawn.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -58,10 +59,19 @@ void write_all(int fd, const char* s, size_t n) {
 struct ChildSetup {
   pid_t launcher;
   int stdin_fd, stdout_fd, stderr_fd;
+  int netns_fd;
   char* const* argv;
   char* const* envp;
   const std::string& exec_error_prefix;
+  const std::string& netns_error_prefix;
 };
+
+void write_error(const std::string& prefix) {
+  const char* reason = std::strerror(errno);
+  write_all(STDERR_FILENO, prefix.data(), prefix.size());
+  write_all(STDERR_FILENO, reason, std::strlen(reason));
+  write_all(STDERR_FILENO, "\n", 1);
+}
 
 // Runs between fork and exec, so it sticks to async-signal-safe calls (strerror aside,
 // which is safe here because strata-run has no other threads).
@@ -80,24 +90,30 @@ struct ChildSetup {
       ::dup2(c.stderr_fd, STDERR_FILENO) < 0)
     ::_exit(127);
 
+  // An emulated host (--hosts): the rank sees only its namespace's network. The mount
+  // namespace stays the machine's, so /sys/class/net still lists the machine's interfaces.
+  if (c.netns_fd >= 0 && ::setns(c.netns_fd, CLONE_NEWNET) != 0) {
+    write_error(c.netns_error_prefix);
+    ::_exit(127);
+  }
+
   ::execvpe(c.argv[0], c.argv, c.envp);
 
-  const char* reason = std::strerror(errno);
-  write_all(STDERR_FILENO, c.exec_error_prefix.data(), c.exec_error_prefix.size());
-  write_all(STDERR_FILENO, reason, std::strlen(reason));
-  write_all(STDERR_FILENO, "\n", 1);
+  write_error(c.exec_error_prefix);
   ::_exit(127);
 }
 
 }  // namespace
 
 RankProcess spawn_rank(int rank, const std::vector<std::string>& command,
-                       const std::vector<std::string>& environment) {
+                       const std::vector<std::string>& environment, int netns_fd) {
   // Everything the child needs is built here, before fork.
   std::vector<char*> argv = c_strings(command);
   std::vector<char*> envp = c_strings(environment);
   std::string exec_error_prefix =
       "strata-run: rank " + std::to_string(rank) + ": cannot execute " + command[0] + ": ";
+  std::string netns_error_prefix =
+      "strata-run: rank " + std::to_string(rank) + ": cannot enter its host's network namespace: ";
 
   Fd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (dev_null.get() < 0) throw_errno("cannot open /dev/null");
@@ -107,8 +123,9 @@ RankProcess spawn_rank(int rank, const std::vector<std::string>& command,
   if (::pipe2(err, O_CLOEXEC) != 0) throw_errno("cannot create a pipe");
   Fd err_read(err[0]), err_write(err[1]);
 
-  ChildSetup setup{::getpid(),   dev_null.get(), out_write.get(), err_write.get(),
-                   argv.data(), envp.data(),    exec_error_prefix};
+  ChildSetup setup{::getpid(),  dev_null.get(), out_write.get(),   err_write.get(),
+                   netns_fd,     argv.data(),    envp.data(),       exec_error_prefix,
+                   netns_error_prefix};
   pid_t pid;
   {
     SignalBlock block;

@@ -17,7 +17,9 @@ struct RankProcess {
 // Starts `command` (looked up in PATH) as rank `rank` with stdin from /dev/null and
 // stdout/stderr into new pipes. Throws std::system_error when no process can be made. If
 // the command cannot be executed, the child says so on its stderr and exits with 127.
+// With netns_fd >= 0 the rank runs in that network namespace (setns before exec; if that
+// fails, the child says so and exits with 127).
 RankProcess spawn_rank(int rank, const std::vector<std::string>& command,
-                       const std::vector<std::string>& environment);
+                       const std::vector<std::string>& environment, int netns_fd = -1);
 
 }  // namespace strata::launcher

@@ -9,6 +9,12 @@ struct BadUsage {
   std::string message;
 };
 
+// Readable test names in ctest (the default would print the struct's bytes).
+void PrintTo(const BadUsage& u, std::ostream* os) {
+  *os << "strata-run";
+  for (const auto& a : u.args) *os << " " << a;
+}
+
 class UsageError : public ::testing::TestWithParam<BadUsage> {};
 
 TEST_P(UsageError, ExitsWithStatus2AndExplains) {
@@ -33,8 +39,26 @@ INSTANTIATE_TEST_SUITE_P(
         BadUsage{{"-n", "2", "--"}, "missing the command"},
         BadUsage{{"--bogus", "-n", "2", "true"}, "unknown option '--bogus'"},
         BadUsage{{"-x", "-n", "2", "true"}, "unknown option '-x'"},
-        BadUsage{{"--hosts", "a,b", "-n", "2", "true"}, "unknown option '--hosts'"},
-        BadUsage{{"--link-rate=1g", "-n", "2", "true"}, "unknown option '--link-rate'"},
+        BadUsage{{"--hosts", "a,b", "-n", "2", "true"}, "--hosts needs a whole number"},
+        BadUsage{{"--hosts", "0", "-n", "2", "true"}, "got '0'"},
+        BadUsage{{"--hosts=-1", "-n", "2", "true"}, "got '-1'"},
+        BadUsage{{"--hosts", "3", "-n", "2", "true"}, "--hosts 3 is more than the 2 rank(s)"},
+        BadUsage{{"--link-rate=1g", "--hosts", "2", "-n", "2", "true"},
+                 "--link-rate needs a rate in tc's syntax"},
+        BadUsage{{"--link-rate", "fast", "--hosts", "2", "-n", "2", "true"}, "got 'fast'"},
+        BadUsage{{"--link-rate", "0mbit", "--hosts", "2", "-n", "2", "true"}, "got '0mbit'"},
+        BadUsage{{"--link-rate", "-1mbit", "--hosts", "2", "-n", "2", "true"}, "got '-1mbit'"},
+        BadUsage{{"--link-rate", "1e3mbit", "--hosts", "2", "-n", "2", "true"}, "got '1e3mbit'"},
+        BadUsage{{"--link-rate", "1tbit", "--hosts", "2", "-n", "2", "true"}, "got '1tbit'"},
+        BadUsage{{"--link-rate", "1gbit", "-n", "2", "true"}, "--link-rate needs --hosts"},
+        BadUsage{{"--subnet", "10.9.0.0/24", "-n", "2", "true"}, "--subnet needs --hosts"},
+        BadUsage{{"--subnet", "10.9.0.1/24", "--hosts", "2", "-n", "2", "true"},
+                 "got '10.9.0.1/24'"},
+        BadUsage{{"--subnet", "10.9.0.0/31", "--hosts", "2", "-n", "2", "true"},
+                 "got '10.9.0.0/31'"},
+        BadUsage{{"--subnet", "10.9.0/24", "--hosts", "2", "-n", "2", "true"}, "got '10.9.0/24'"},
+        BadUsage{{"--subnet", "10.9.0.0/30", "--hosts", "3", "-n", "3", "true"},
+                 "has room for 2 hosts, not 3"},
         BadUsage{{"--grace", "-1", "-n", "2", "true"}, "--grace needs"},
         BadUsage{{"--grace", "soon", "-n", "2", "true"}, "--grace needs"},
         BadUsage{{"--no-prefix=yes", "-n", "2", "true"}, "takes no value"}));
