@@ -1,4 +1,5 @@
 // strata-run: starts N local ranks of a command, the way Strata jobs run on one machine.
+#include <cstdlib>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -52,6 +53,13 @@ int main(int argc, char** argv) {
       cluster.emplace(ClusterSpec{opts.hosts, opts.nranks,
                                   opts.subnet.value_or(default_subnet()), opts.link_rate});
       identity.root = cluster->root_address();
+      // Tell the library's tuner what the shaped links carry, unless the user already did:
+      // TCP payload is ~95% of the tbf rate (tbf counts Ethernet headers), and a veth
+      // round trip costs tens of microseconds.
+      if (opts.link_rate) {
+        double payload_bytes = static_cast<double>(opts.link_rate->bits_per_second) / 8 * 0.95;
+        setenv("STRATA_LINK_MODEL", ("top:50us:" + std::to_string(static_cast<uint64_t>(payload_bytes)) + "B").c_str(), 0);
+      }
     }
     Job job(opts, std::move(identity), environ, cluster ? &*cluster : nullptr);
     return job.run();
