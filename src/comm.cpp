@@ -13,6 +13,7 @@
 #include "algorithms/algorithms.hpp"
 #include "algorithms/tuner.hpp"
 #include "bootstrap/bootstrap.hpp"
+#include "comm_info.hpp"
 #include "engine.hpp"
 #include "log.hpp"
 #include "strata/strata.hpp"
@@ -116,6 +117,8 @@ struct CommState {
   ~CommState() {
     if (life.load() == live) shutdown(true);
   }
+
+  static const CommState& of(const Comm& c) { return c.checked(); }
 
   static Comm create(int rank, int nranks, const std::vector<bootstrap::RankInfo>& table, const net::Fd& listener,
                      const bootstrap::Secret& secret, uint64_t tag, const Config& cfg,
@@ -333,6 +336,16 @@ struct CommState {
     return plan;
   }
 };
+
+std::string describe_hierarchy(const Comm& c) { return CommState::of(c).hier.describe(); }
+
+std::string describe_links(const Comm& c) {
+  const CommState& s = CommState::of(c);
+  std::string out = std::string("host ") + s.table[s.rank].host + ";";
+  for (int j = 0; j < s.nranks; ++j)
+    if (j != s.rank) out += " " + std::to_string(j) + ":" + s.engine->link_name(j);
+  return out;
+}
 
 // ---- creation ----
 

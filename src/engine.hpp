@@ -34,6 +34,8 @@ class Engine {
   // Callable from any thread: running and later operations fail, connections are shut
   // down so peers see this rank leave.
   void abort();
+  // The transport to `peer` ("shm", "tcp", ...), or "self".
+  const char* link_name(int peer) const { return mesh_.links[static_cast<size_t>(peer)] ? mesh_.links[static_cast<size_t>(peer)]->name() : "self"; }
 
  private:
   void run_round(const Plan& plan, size_t round, const Buffers& bufs, DataType type, ReduceOp op);

@@ -9,10 +9,13 @@
 // options and calls them. A section about the job (ranks on this host and the hierarchy,
 // when running under strata-run) goes after the host sections.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <vector>
 
+#include "comm_info.hpp"
 #include "topology/topology.hpp"
 
 namespace {
@@ -59,6 +62,21 @@ bool parse(int argc, char** argv, Options& o) {
 
 }  // namespace
 
+// The communicator's view: hierarchy, and every rank's host and transport per peer.
+void print_job(std::ostream& out) {
+  strata::Comm c = strata::Comm::init_from_env();
+  constexpr size_t kLine = 4096;
+  std::string mine = strata::describe_links(c);
+  mine.resize(kLine - 1);
+  std::vector<char> all(kLine * static_cast<size_t>(c.size()));
+  c.all_gather(mine.c_str(), all.data(), kLine, strata::DataType::uint8);
+  if (c.rank() == 0) {
+    out << "\nJob: " << c.size() << " ranks\n  hierarchy: " << strata::describe_hierarchy(c) << "\n";
+    for (int r = 0; r < c.size(); ++r) out << "  rank " << r << ": " << &all[kLine * static_cast<size_t>(r)] << "\n";
+  }
+  c.destroy();
+}
+
 int main(int argc, char** argv) {
   Options o;
   if (!parse(argc, argv, o)) {
@@ -66,11 +84,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    strata::topo::HostTopology t = o.topo_file.empty() ? strata::topo::load_host_topology()
-                                                       : strata::topo::load_topology_file(o.topo_file);
-    strata::topo::print_host_topology(std::cout, t);
-    if (o.pci) strata::topo::print_pci_tree(std::cout, t);
-    // Job section (ranks on this host, hierarchy) goes here.
+    // Under a launcher, the first rank of each host shows its host, and rank 0 the job.
+    const char* local = std::getenv("STRATA_LOCAL_RANK");
+    bool in_job = std::getenv("STRATA_RANK") != nullptr;
+    if (!in_job || !local || std::string(local) == "0") {
+      strata::topo::HostTopology t = o.topo_file.empty() ? strata::topo::load_host_topology()
+                                                         : strata::topo::load_topology_file(o.topo_file);
+      strata::topo::print_host_topology(std::cout, t);
+      if (o.pci) strata::topo::print_pci_tree(std::cout, t);
+    }
+    if (in_job) print_job(std::cout);
   } catch (const std::exception& e) {
     std::cout.flush();
     fprintf(stderr, "strata-topo: error: %s\n", e.what());

@@ -470,6 +470,18 @@ ToolRun run_tool(const std::string& cmd) {
 
 const std::string kTool = STRATA_TOPO_EXE;
 
+// Under a launcher, rank 0 adds the job: the hierarchy and each rank's transports. With
+// emulated nodes of 2, ranks 0 and 1 share memory and reach rank 2 over tcp.
+TEST(Tool, ShowsTheJobsHierarchyAndTransports) {
+  ToolRun r = run_tool("STRATA_HIERARCHY=node:2 " + std::string(STRATA_RUN_EXE) + " -n 3 --no-prefix -- " + kTool);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("Job: 3 ranks"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("node: 2 groups [0,1 | 2]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1:shm 2:tcp"), std::string::npos) << r.out;  // rank 0
+  EXPECT_NE(r.out.find("0:shm 2:tcp"), std::string::npos) << r.out;  // rank 1
+  EXPECT_NE(r.out.find("0:tcp 1:tcp"), std::string::npos) << r.out;  // rank 2
+}
+
 TEST(Tool, PrintsTheDgx2File) {
   ToolRun r = run_tool(kTool + " --topo-file " + kData + "/nvidia-dgx2.xml");
   ASSERT_EQ(r.status, 0) << r.out;
