@@ -15,30 +15,54 @@ struct Placement {
   bool keep_finalize = true;   // false: an outer step finalizes later
 };
 
-inline void append(Plan& p, const Plan& sub, const Placement& at) {
+// Adds round `round` of `sub` to the parent's current round.
+inline void append_round(Plan& p, const Plan& sub, size_t round, const Placement& at) {
   auto place = [&](Ref r) {
     Ref base = r.buf == Buf::input ? at.input : r.buf == Buf::output ? at.output : at.scratch;
     return Ref{base.buf, base.offset + r.offset};
   };
-  for (size_t round = 0; round < sub.rounds(); ++round) {
-    p.new_round();
-    for (size_t i = sub.round_begin[round]; i < sub.round_end(round); ++i) {
-      Step s = sub.steps[i];
-      if (s.kind == StepKind::finalize && !at.keep_finalize) continue;
-      if (s.peer >= 0) s.peer = at.peers[static_cast<size_t>(s.peer)];
-      if (s.kind == StepKind::send || s.kind == StepKind::copy || s.kind == StepKind::reduce) s.src = place(s.src);
-      if (s.kind != StepKind::send) s.dst = place(s.dst);
-      switch (s.kind) {
-        case StepKind::send: p.send(s.peer, s.src, s.count); break;
-        case StepKind::recv: p.recv(s.peer, s.dst, s.count); break;
-        case StepKind::recv_reduce: p.recv_reduce(s.peer, s.dst, s.count); break;
-        case StepKind::copy: p.copy(s.src, s.dst, s.count); break;
-        case StepKind::reduce: p.reduce(s.src, s.dst, s.count); break;
-        case StepKind::finalize: p.finalize(s.dst, s.count); break;
-      }
+  for (size_t i = sub.round_begin[round]; i < sub.round_end(round); ++i) {
+    Step s = sub.steps[i];
+    if (s.kind == StepKind::finalize && !at.keep_finalize) continue;
+    if (s.peer >= 0) s.peer = at.peers[static_cast<size_t>(s.peer)];
+    if (s.kind == StepKind::send || s.kind == StepKind::copy || s.kind == StepKind::reduce) s.src = place(s.src);
+    if (s.kind != StepKind::send) s.dst = place(s.dst);
+    switch (s.kind) {
+      case StepKind::send: p.send(s.peer, s.src, s.count); break;
+      case StepKind::recv: p.recv(s.peer, s.dst, s.count); break;
+      case StepKind::recv_reduce: p.recv_reduce(s.peer, s.dst, s.count); break;
+      case StepKind::copy: p.copy(s.src, s.dst, s.count); break;
+      case StepKind::reduce: p.reduce(s.src, s.dst, s.count); break;
+      case StepKind::finalize: p.finalize(s.dst, s.count); break;
     }
   }
   if (at.scratch.buf == Buf::scratch) p.need_scratch(at.scratch.offset + sub.scratch_count);
+}
+
+inline void append(Plan& p, const Plan& sub, const Placement& at) {
+  for (size_t round = 0; round < sub.rounds(); ++round) {
+    p.new_round();
+    append_round(p, sub, round, at);
+  }
+  if (at.scratch.buf == Buf::scratch) p.need_scratch(at.scratch.offset + sub.scratch_count);
+}
+
+// Software pipelining: piece i's round r runs in merged round r + i, so one piece's
+// network phase overlaps the next piece's local phase. Valid only when every rank's piece
+// plans have the same round structure, so that transfers between two ranks are posted in
+// the same merged round, in the same piece order, on both sides.
+inline Plan interleave(const std::vector<Plan>& pieces, const std::vector<Placement>& at) {
+  Plan p;
+  size_t rounds = 0;
+  for (size_t i = 0; i < pieces.size(); ++i) rounds = std::max(rounds, pieces[i].rounds() + i);
+  for (size_t t = 0; t < rounds; ++t) {
+    p.new_round();
+    for (size_t i = 0; i < pieces.size() && i <= t; ++i)
+      if (t - i < pieces[i].rounds()) append_round(p, pieces[i], t - i, at[i]);
+  }
+  for (size_t i = 0; i < pieces.size(); ++i)
+    if (at[i].scratch.buf == Buf::scratch) p.need_scratch(at[i].scratch.offset + pieces[i].scratch_count);
+  return p;
 }
 
 }  // namespace strata

@@ -9,6 +9,7 @@
 // all_gather / reduce_scatter: across groups among ranks of equal local index, then
 // inside groups; these need equal groups of consecutive ranks, else they use the ring.
 #include <algorithm>
+#include <optional>
 
 #include "algorithms/algorithms.hpp"
 #include "algorithms/compose.hpp"
@@ -89,18 +90,21 @@ Algo flat_choice(const CollArgs& s) {
   return algo == Algo::hierarchical ? Algo::ring : algo;
 }
 
+// `forced`: use this algorithm whatever the size (pipelining needs the same rounds for
+// every segment).
 void flat(Plan& p, const CollArgs& a, Collective coll, const Group& g, size_t count, int root, Ref in, Ref out,
-          Ref scratch, bool keep_finalize) {
+          Ref scratch, bool keep_finalize, std::optional<Algo> forced = std::nullopt) {
   CollArgs s = sub_args(a, coll, count, g, a.rank, root, in.buf == out.buf && in.offset == out.offset);
-  append(p, build_plan(flat_choice(s), s), {g.ranks, in, out, scratch, keep_finalize});
+  append(p, build_plan(forced.value_or(flat_choice(s)), s), {g.ranks, in, out, scratch, keep_finalize});
 }
 
 // ---- all_reduce, in place on output[off, off+len) ----
 
-void all_reduce_rec(Plan& p, const CollArgs& a, Group g, size_t off, size_t len) {
+void all_reduce_rec(Plan& p, const CollArgs& a, Group g, size_t off, size_t len,
+                    std::optional<Algo> forced = std::nullopt) {
   g = simplify(std::move(g));
   const Ref out{Buf::output, off};
-  if (g.level_of.empty()) return flat(p, a, Collective::all_reduce, g, len, 0, out, out, {Buf::scratch, 0}, true);
+  if (g.level_of.empty()) return flat(p, a, Collective::all_reduce, g, len, 0, out, out, {Buf::scratch, 0}, true, forced);
 
   auto groups = local_groups(g);
   const int me = index_in(g.ranks, a.rank);
@@ -140,7 +144,7 @@ void all_reduce_rec(Plan& p, const CollArgs& a, Group g, size_t off, size_t len)
     if (owner(*mine, s) != me) continue;
     std::vector<int> owners;
     for (auto& grp : groups) owners.push_back(owner(grp, s));
-    all_reduce_rec(p, a, subset(g, owners, 1), off + block_begin(len, nseg, s), seg_len(s));
+    all_reduce_rec(p, a, subset(g, owners, 1), off + block_begin(len, nseg, s), seg_len(s), forced);
   }
   // Phase 3: owners hand the reduced segments to the rest of their group.
   if (gsize > 1) {
@@ -275,6 +279,43 @@ Plan reduce_scatter_two_level(const CollArgs& a, int g) {
 
 }  // namespace
 
+// Every local group has the same size and there is one level: all ranks' plans then have
+// the same rounds, which pipelining needs.
+bool even_single_level(const CollArgs& a) {
+  Group g = simplify(whole(a));
+  if (g.level_of.size() != 1) return false;
+  auto groups = local_groups(g);
+  for (auto& grp : groups)
+    if (grp.size() != groups[0].size()) return false;
+  return true;
+}
+
+// Large all-reduces run as pieces in a software pipeline, so that the network phase of one
+// piece overlaps the shared-memory phases of the next.
+Plan pipelined_all_reduce(const CollArgs& a) {
+  const size_t bytes = a.count * a.elem_size;
+  const size_t pieces = std::min<size_t>(8, bytes / (2u << 20));
+  std::vector<Plan> plans;
+  std::vector<Placement> at;
+  std::vector<int> all(static_cast<size_t>(a.nranks));
+  for (int r = 0; r < a.nranks; ++r) all[static_cast<size_t>(r)] = r;
+  size_t scratch = 0;
+  for (size_t i = 0; i < pieces; ++i) {
+    size_t off = block_begin(a.count, static_cast<int>(pieces), static_cast<int>(i));
+    size_t len = block_size(a.count, static_cast<int>(pieces), static_cast<int>(i));
+    CollArgs piece = a;
+    piece.count = len;
+    Plan p;
+    p.new_round();
+    p.copy({Buf::input, 0}, {Buf::output, 0}, len);
+    all_reduce_rec(p, piece, whole(a), 0, len, Algo::ring);
+    at.push_back({all, {Buf::input, off}, {Buf::output, off}, {Buf::scratch, scratch}, true});
+    scratch += p.scratch_count;
+    plans.push_back(std::move(p));
+  }
+  return interleave(plans, at);
+}
+
 bool hierarchy_splits(const CollArgs& a) { return a.hier && !simplify(whole(a)).level_of.empty(); }
 
 Plan hierarchical_plan(const CollArgs& a) {
@@ -282,6 +323,10 @@ Plan hierarchical_plan(const CollArgs& a) {
   Plan p;
   switch (a.coll) {
     case Collective::all_reduce:
+      if (a.count * a.elem_size >= (4u << 20) && even_single_level(a)) {
+        p = pipelined_all_reduce(a);
+        break;
+      }
       p.new_round();
       p.copy({Buf::input, 0}, {Buf::output, 0}, a.count);
       all_reduce_rec(p, a, whole(a), 0, a.count);

@@ -61,6 +61,7 @@ struct Case {
   bool in_place;
   const Hierarchy* hier = nullptr;
   std::string hier_name = "";
+  size_t elem_size = 4;  // only the algorithms' size thresholds look at it
 };
 
 std::string describe(const Case& c) {
@@ -88,7 +89,7 @@ void run(const Case& c) {
   std::vector<RankSim> ranks(n);
   for (int r = 0; r < n; ++r) {
     RankSim& s = ranks[r];
-    CollArgs a{c.coll, c.count, 4, c.root, r, n, c.in_place, 3, c.hier};
+    CollArgs a{c.coll, c.count, c.elem_size, c.root, r, n, c.in_place, 3, c.hier};
     s.plan = build_plan(c.algo, a);
     // Lay out the arena; in place, input and output share storage as the API defines.
     s.out = {0, out_n};
@@ -244,6 +245,24 @@ TEST(Plans, HierarchicalOverManyHierarchies) {
             }
     }
   EXPECT_GT(cases, 1000);
+}
+
+// Large all-reduces on even nodes are pipelined pieces (1 MiB "elements" make a 13-element
+// vector large enough).
+TEST(Plans, PipelinedHierarchicalAllReduce) {
+  for (const char* spec : {"node:2", "node:3", "node:4"})
+    for (int n : {4, 6, 8, 9, 12}) {
+      Hierarchy h = build_hierarchy(std::vector<std::string>(static_cast<size_t>(n), "host"), parse_hierarchy_spec(spec), "");
+      for (size_t count : {size_t(13), size_t(40)})
+        for (bool in_place : {false, true}) {
+          run({Collective::all_reduce, Algo::hierarchical, n, count, 0, in_place, &h, spec, size_t(1) << 20});
+          if (HasFatalFailure()) return;
+        }
+    }
+  Hierarchy h = build_hierarchy(std::vector<std::string>(4, "host"), parse_hierarchy_spec("node:2"), "");
+  Plan p = build_plan(Algo::hierarchical, {Collective::all_reduce, 40, size_t(1) << 20, 0, 0, 4, false, 1, &h});
+  Plan one = build_plan(Algo::hierarchical, {Collective::all_reduce, 40, 4, 0, 0, 4, false, 1, &h});
+  EXPECT_GT(p.rounds(), one.rounds()) << "the large vector should have been cut into pipelined pieces";
 }
 
 TEST(Plans, HierarchicalAllReduceUsesTheHierarchy) {
