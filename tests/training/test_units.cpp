@@ -1,0 +1,263 @@
+// Unit tests of the trainer's parts: parameter layout and ZeRO sharding, the data loader,
+// the checkpoint file, the learning-rate schedule, and the three gradient modes in one
+// process.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "checkpoint.hpp"
+#include "data.hpp"
+#include "errors.hpp"
+#include "grad_sync.hpp"
+#include "group.hpp"
+#include "layout.hpp"
+#include "model.hpp"
+#include "optimizer.hpp"
+#include "train_proc.hpp"
+
+namespace st = strata::train;
+
+namespace {
+
+const st::ModelConfig kOdd{256, 32, 2, 3, 27};  // odd sizes: buckets need padding
+
+TEST(Layout, ShardsCoverEveryParameterExactlyOnce) {
+  const size_t C = kOdd.dim, L = kOdd.layers;
+  const size_t psi = 12 * L * C * C + 13 * L * C + (kOdd.vocab + kOdd.ctx) * C + 2 * C;
+  for (int shards = 1; shards <= 5; ++shards) {
+    for (size_t bucket : {size_t{1}, size_t{1000}, size_t{5000}, size_t{1} << 30}) {
+      SCOPED_TRACE("shards " + std::to_string(shards) + " bucket " + std::to_string(bucket));
+      st::ParamLayout l(kOdd, shards, bucket);
+      ASSERT_EQ(l.num_params(), psi);
+      ASSERT_EQ(l.padded_size() % shards, 0u);
+      // Which flat positions hold a real parameter.
+      std::vector<int> real(l.padded_size(), 0);
+      size_t expect_off = 0;
+      for (const auto& b : l.buckets()) {
+        EXPECT_EQ(b.offset, expect_off);
+        EXPECT_EQ(b.padded % shards, 0u);
+        EXPECT_LT(b.padded - b.real, static_cast<size_t>(shards));
+        size_t in = 0;
+        for (int id = b.first_tensor; id < b.end_tensor; ++id) {
+          const auto& t = l.tensor(id);
+          EXPECT_EQ(t.offset, b.offset + in);
+          for (size_t i = 0; i < t.size; ++i) real[t.offset + i] = 1;
+          in += t.size;
+        }
+        EXPECT_EQ(in, b.real);
+        expect_off += b.padded;
+      }
+      std::vector<int> owned(l.padded_size(), 0);
+      for (int r = 0; r < shards; ++r) {
+        std::vector<int> state_used(l.shard_size(), 0);
+        for (const auto& s : l.shard_segments(r, true)) {
+          ASSERT_LE(s.state + s.len, l.shard_size());
+          EXPECT_EQ(s.grad, s.state);
+          for (size_t i = 0; i < s.len; ++i) {
+            owned[s.param + i]++;
+            state_used[s.state + i]++;
+          }
+        }
+        for (int u : state_used) EXPECT_LE(u, 1);
+      }
+      for (size_t i = 0; i < owned.size(); ++i) ASSERT_EQ(owned[i], real[i]) << "flat " << i;
+    }
+  }
+}
+
+TEST(Layout, CanonicalOrderRoundTrips) {
+  st::ParamLayout l(kOdd, 4, 3000);
+  std::vector<float> canon(l.num_params()), flat(l.padded_size()), back(l.num_params());
+  for (size_t i = 0; i < canon.size(); ++i) canon[i] = static_cast<float>(i);
+  st::canonical_to_flat(l, canon.data(), flat.data());
+  st::flat_to_canonical(l, flat.data(), back.data());
+  EXPECT_EQ(canon, back);
+  double padding_sum = 0;
+  for (float f : flat) padding_sum += f;
+  double canon_sum = 0;
+  for (float f : canon) canon_sum += f;
+  EXPECT_EQ(padding_sum, canon_sum) << "padding must be zero";
+}
+
+class DataTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = train_test::make_temp_dir("data") + "/text.txt";
+    std::string text;
+    for (int i = 0; i < 5000; ++i) text.push_back(static_cast<char>('a' + (i * 7919) % 26));
+    train_test::write_file(path_, text);
+  }
+  void TearDown() override { train_test::remove_tree(path_.substr(0, path_.rfind('/'))); }
+  std::string path_;
+};
+
+TEST_F(DataTest, ValidationIsTheLastTenPercent) {
+  st::TextData d = st::TextData::load(path_, 16);
+  EXPECT_EQ(d.size(), 5000u);
+  EXPECT_EQ(d.val_size(), 500u);
+  EXPECT_EQ(d.train_size(), 4500u);
+  EXPECT_EQ(d.val(), d.train() + 4500);
+}
+
+TEST_F(DataTest, RankSlicesFormTheGlobalBatch) {
+  const int T = 16, batch = 8;
+  st::TextData d = st::TextData::load(path_, T);
+  st::BatchSampler whole(42);
+  std::vector<int> in(batch * T), tg(batch * T);
+  std::vector<st::BatchSampler> ranks(4, st::BatchSampler(42));
+  for (int step = 0; step < 5; ++step) {
+    whole.next(d, batch, T, 0, 1, in.data(), tg.data());
+    for (int t = 0; t + 1 < batch * T; ++t) {
+      if ((t + 1) % T) {
+        EXPECT_EQ(tg[t], in[t + 1]);  // targets are the inputs shifted by one
+      }
+    }
+    for (int r = 0; r < 4; ++r) {
+      std::vector<int> rin(batch / 4 * T), rtg(batch / 4 * T);
+      ranks[r].next(d, batch, T, r, 4, rin.data(), rtg.data());
+      EXPECT_TRUE(std::equal(rin.begin(), rin.end(), in.begin() + r * rin.size())) << "rank " << r;
+      EXPECT_TRUE(std::equal(rtg.begin(), rtg.end(), tg.begin() + r * rtg.size())) << "rank " << r;
+    }
+  }
+}
+
+TEST_F(DataTest, RestoredSamplerContinuesTheSameStream) {
+  const int T = 16, batch = 4;
+  st::TextData d = st::TextData::load(path_, T);
+  st::BatchSampler a(7);
+  std::vector<int> in(batch * T), tg(batch * T), in2(batch * T);
+  for (int i = 0; i < 3; ++i) a.next(d, batch, T, 0, 1, in.data(), tg.data());
+  st::BatchSampler b(123);
+  b.restore(a.rng().state(), a.batches_drawn());
+  a.next(d, batch, T, 0, 1, in.data(), tg.data());
+  b.next(d, batch, T, 0, 1, in2.data(), tg.data());
+  EXPECT_EQ(in, in2);
+  EXPECT_EQ(b.batches_drawn(), 4u);
+}
+
+TEST_F(DataTest, TooShortForTheContext) {
+  EXPECT_THROW(st::TextData::load(path_, 500), st::TrainError);  // validation has 500 bytes
+  EXPECT_NO_THROW(st::TextData::load(path_, 499));
+}
+
+class CheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = train_test::make_temp_dir("ckpt"); }
+  void TearDown() override { train_test::remove_tree(dir_); }
+  void write(float base) {
+    st::CheckpointWriter w(dir_);
+    std::vector<float> x(30);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = base + i;
+    w.append(x.data(), 10);
+    w.append(x.data() + 10, 20);
+    st::CheckpointHeader h{};
+    h.layers = 1;
+    h.step = 5;
+    h.num_params = 10;
+    w.commit(h);
+  }
+  std::string dir_;
+};
+
+TEST_F(CheckpointTest, RoundTrip) {
+  write(1.0f);
+  st::CheckpointReader r(dir_);
+  EXPECT_EQ(r.header().step, 5u);
+  float v[3];
+  r.read(st::Section::adam_m, 2, 3, v);
+  EXPECT_EQ(v[0], 13.0f);
+  EXPECT_EQ(v[2], 15.0f);
+}
+
+TEST_F(CheckpointTest, EveryFlippedByteIsDetected) {
+  write(1.0f);
+  std::string path = dir_ + "/checkpoint.bin";
+  const std::string good = train_test::read_file(path);
+  for (size_t i = 0; i < good.size(); ++i) {
+    std::string bad = good;
+    bad[i] ^= 0x01;
+    train_test::write_file(path, bad);
+    EXPECT_THROW(st::CheckpointReader r(dir_), st::TrainError) << "byte " << i;
+  }
+  train_test::write_file(path, good);
+  EXPECT_NO_THROW(st::CheckpointReader r(dir_));
+}
+
+TEST_F(CheckpointTest, AnUnfinishedWriteLeavesThePreviousCheckpoint) {
+  write(1.0f);
+  const auto before = train_test::snapshot(dir_);
+  {
+    st::CheckpointWriter w(dir_);  // as if the process died before commit()
+    std::vector<float> x(30, 9.0f);
+    w.append(x.data(), 30);
+  }
+  EXPECT_TRUE(train_test::snapshot(dir_) == before);
+  st::CheckpointReader r(dir_);
+  float v;
+  r.read(st::Section::params, 0, 1, &v);
+  EXPECT_EQ(v, 1.0f);
+  write(2.0f);  // a completed write replaces it
+  st::CheckpointReader r2(dir_);
+  r2.read(st::Section::params, 0, 1, &v);
+  EXPECT_EQ(v, 2.0f);
+}
+
+TEST(Schedule, WarmupThenCosineToTenPercent) {
+  st::LrSchedule s{1.0f, 10, 110, 0.1f};
+  EXPECT_FLOAT_EQ(s.at(1), 0.1f);
+  EXPECT_FLOAT_EQ(s.at(10), 1.0f);
+  EXPECT_NEAR(s.at(60), 0.55f, 1e-6);
+  EXPECT_FLOAT_EQ(s.at(110), 0.1f);
+  EXPECT_FLOAT_EQ(s.at(500), 0.1f);
+  for (int i = 11; i < 110; ++i) EXPECT_LE(s.at(i + 1), s.at(i));
+  EXPECT_FLOAT_EQ(st::clip_scale(4.0, 1.0f), 0.25f);
+  EXPECT_FLOAT_EQ(st::clip_scale(0.5, 1.0f), 1.0f);
+  EXPECT_FLOAT_EQ(st::clip_scale(4.0, 0.0f), 1.0f);
+}
+
+// In one process the three modes do the same arithmetic, so one optimizer step from the
+// same state must give bit-identical parameters; zero 2 must get there without ever
+// staging every bucket at once.
+TEST(GradModes, AgreeInOneProcess) {
+  const int B = 2, T = 32;
+  std::vector<int> in(B * T), tg(B * T);
+  for (int i = 0; i < B * T; ++i) {
+    in[i] = (i * 31) % 256;
+    tg[i] = (i * 17 + 5) % 256;
+  }
+  std::vector<float> result[3];
+  int staging_peak = 0, buckets = 0;
+  for (int zero = 0; zero <= 2; ++zero) {
+    st::ParamLayout l(kOdd, 1, 1500);
+    st::Group g;
+    std::vector<float> params(l.padded_size());
+    st::init_params(l, params.data(), 3);
+    st::GradSync sync(g, l, zero, 2);
+    st::Gpt model(l, params.data(), st::cpu_kernels(), B);
+    st::AdamW opt(st::AdamWConfig{}, sync.state_size());
+    for (int step = 1; step <= 2; ++step) {
+      sync.begin_step();
+      model.forward(in.data(), tg.data(), B, T);
+      model.backward(sync);
+      sync.finish();
+      opt.step(st::cpu_kernels(), sync.segments(), params.data(), sync.grads(), step, 1e-3f,
+               st::clip_scale(sync.global_norm(st::cpu_kernels()), 1.0f));
+      sync.gather_params(params.data());
+    }
+    result[zero] = params;
+    if (zero == 2) {
+      staging_peak = sync.staging_peak();
+      buckets = static_cast<int>(l.buckets().size());
+    }
+  }
+  EXPECT_EQ(result[0], result[1]);
+  EXPECT_EQ(result[0], result[2]);
+  EXPECT_LT(staging_peak, buckets) << "zero 2 staged every bucket at once";
+  std::cout << "zero 2: " << buckets << " buckets, at most " << staging_peak << " staged at once\n";
+}
+
+}  // namespace

@@ -1,0 +1,93 @@
+// Runs strata-train (alone or under strata-run) and reads its output: the loss printed for
+// each step, validation losses, and each rank's parameter checksum.
+#pragma once
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "test_proc.hpp"
+
+namespace train_test {
+
+struct TrainRun {
+  strata_test::ProcResult proc;
+  std::map<int, std::string> loss;      // step -> loss as printed ("%.6f")
+  std::map<int, std::string> val_loss;  // step -> validation loss as printed
+  std::vector<std::string> checksums;   // one per rank that finished
+  std::string command;
+  bool ok() const { return proc.exited && proc.exit_code == 0 && !proc.killed_by_deadline; }
+  std::string describe() const {
+    return "command: " + command + "\n" + proc.describe() + "\noutput:\n" +
+           strata_test::tail(proc.out);
+  }
+};
+
+// ranks == 0: strata-train on its own (no launcher, no STRATA_RANK).
+inline TrainRun run_train(int ranks, const std::vector<std::string>& args, double deadline_s = 90) {
+  std::vector<std::string> argv;
+  if (ranks > 0) argv = {STRATA_RUN_PATH, "-n", std::to_string(ranks), "--"};
+  argv.push_back(STRATA_TRAIN_PATH);
+  argv.insert(argv.end(), args.begin(), args.end());
+  TrainRun r;
+  for (auto& a : argv) r.command += a + " ";
+  r.proc = strata_test::run_one(argv, {{"STRATA_TIMEOUT", "60"}}, deadline_s);
+  std::istringstream in(r.proc.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with("[")) line = line.substr(line.find("] ") + 2);  // strata-run's prefix
+    int step = 0;
+    char buf[64];
+    if (std::sscanf(line.c_str(), "step %d/%*d | loss %63s", &step, buf) == 2)
+      r.loss[step] = buf;
+    else if (std::sscanf(line.c_str(), "step %d | val loss %63s", &step, buf) == 2)
+      r.val_loss[step] = buf;
+    else if (std::sscanf(line.c_str(), "rank %*d parameter checksum %63s", buf) == 1)
+      r.checksums.push_back(buf);
+  }
+  return r;
+}
+
+inline std::string make_temp_dir(const std::string& tag) {
+  std::string t = "/tmp/strata-train-test-" + tag + "-XXXXXX";
+  std::vector<char> b(t.begin(), t.end());
+  b.push_back('\0');
+  return mkdtemp(b.data()) ? std::string(b.data()) : std::string();
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+inline void write_file(const std::string& path, const std::string& data) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << data;
+}
+
+// Every entry of a directory (one level) with its bytes: equal snapshots mean nothing in
+// it was created, removed or modified.
+inline std::map<std::string, std::string> snapshot(const std::string& dir) {
+  std::map<std::string, std::string> s;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") s[n] = read_file(dir + "/" + n);
+    }
+    closedir(d);
+  }
+  return s;
+}
+
+inline void remove_tree(const std::string& dir) {
+  std::string cmd = "rm -rf '" + dir + "'";
+  if (std::system(cmd.c_str()) != 0) std::perror("rm -rf");
+}
+
+}  // namespace train_test

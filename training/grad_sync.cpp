@@ -1,0 +1,118 @@
+#include "grad_sync.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+namespace strata::train {
+
+GradSync::GradSync(Group& group, const ParamLayout& layout, int zero, int staging_buffers)
+    : group_(group), layout_(layout), zero_(zero), staging_target_(staging_buffers) {
+  if (zero < 0 || zero > 2) throw std::invalid_argument("zero must be 0, 1 or 2");
+  if (layout.shards() != group.size()) throw std::invalid_argument("layout shards != ranks");
+  segments_ = zero == 0 ? layout.all_segments() : layout.shard_segments(group.rank(), zero == 2);
+  if (zero == 2) {
+    shard_.assign(layout.shard_size(), 0.0f);
+    for (int i = 0; i < staging_buffers; ++i) {
+      pool_.emplace_back(layout.max_bucket(), 0.0f);
+      free_.push_back(i);
+    }
+  } else {
+    full_.assign(layout.padded_size(), 0.0f);
+  }
+  staging_of_.assign(layout.buckets().size(), -1);
+}
+
+size_t GradSync::grad_bytes() const {
+  return (full_.size() + shard_.size()) * sizeof(float) + staging_bytes();
+}
+
+void GradSync::begin_step() {
+  if (!inflight_.empty()) throw std::logic_error("begin_step with reductions in flight");
+  if (zero_ != 2) std::memset(full_.data(), 0, full_.size() * sizeof(float));
+  std::fill(staging_of_.begin(), staging_of_.end(), -1);
+  next_bucket_ = static_cast<int>(layout_.buckets().size()) - 1;
+}
+
+float* GradSync::grad(int tensor) {
+  const TensorInfo& t = layout_.tensor(tensor);
+  if (zero_ != 2) return full_.data() + t.offset;
+  int b = layout_.bucket_of(tensor);
+  if (b > next_bucket_) throw std::logic_error("gradient requested after its bucket was sent");
+  if (staging_of_[b] < 0) staging_of_[b] = acquire();
+  return pool_[staging_of_[b]].data() + (t.offset - layout_.buckets()[b].offset);
+}
+
+int GradSync::acquire() {
+  while (free_.empty()) {
+    // Reuse a buffer whose reduction is done; wait for one only if the pool is at its
+    // target size, and never when nothing is in flight (that would wait forever).
+    if (inflight_.empty() || static_cast<int>(pool_.size()) < staging_target_) {
+      pool_.emplace_back(layout_.max_bucket(), 0.0f);
+      free_.push_back(static_cast<int>(pool_.size()) - 1);
+      break;
+    }
+    retire_oldest();
+  }
+  int i = free_.back();
+  free_.pop_back();
+  std::memset(pool_[i].data(), 0, pool_[i].size() * sizeof(float));
+  return i;
+}
+
+void GradSync::retire_oldest() {
+  InFlight f = std::move(inflight_.front());
+  inflight_.pop_front();
+  f.req.wait();
+  if (f.staging >= 0) free_.push_back(f.staging);
+}
+
+void GradSync::ready_from(int tensor) {
+  while (next_bucket_ >= 0 && layout_.buckets()[next_bucket_].first_tensor >= tensor)
+    launch(next_bucket_--);
+}
+
+void GradSync::launch(int k) {
+  const Bucket& b = layout_.buckets()[k];
+  const size_t n = layout_.slice(b);
+  const int r = group_.rank();
+  InFlight f;
+  if (zero_ == 0) {
+    f.req = group_.all_reduce_avg(full_.data() + b.offset, b.real);
+  } else if (zero_ == 1) {
+    float* g = full_.data() + b.offset;
+    f.req = group_.reduce_scatter_avg(g, g + r * n, n);
+  } else {
+    // A bucket backward never touched (not possible for this model, but cheap to allow)
+    // still takes part: every rank must issue the same collectives.
+    if (staging_of_[k] < 0) staging_of_[k] = acquire();
+    f.staging = staging_of_[k];
+    f.req = group_.reduce_scatter_avg(pool_[f.staging].data(), shard_.data() + b.shard_offset, n);
+  }
+  inflight_.push_back(std::move(f));
+}
+
+void GradSync::finish() {
+  ready_from(0);
+  while (!inflight_.empty()) retire_oldest();
+}
+
+double GradSync::global_norm(const Kernels& k) {
+  const float* g = grads();
+  double local = 0;
+  for (const Segment& s : segments_) local += k.sum_squares(g + s.grad, s.len);
+  // zero 0: every rank holds the same whole gradient, so its own sum is the global one.
+  double total = zero_ == 0 ? local : group_.all_reduce_sum(local);
+  return std::sqrt(total);
+}
+
+void GradSync::gather_params(float* params) {
+  if (zero_ == 0) return;
+  std::vector<strata::Request> reqs;
+  for (const Bucket& b : layout_.buckets())
+    reqs.push_back(group_.all_gather(params + b.offset, layout_.slice(b)));
+  for (auto& r : reqs) r.wait();
+}
+
+}  // namespace strata::train

@@ -1,0 +1,75 @@
+// Data-parallel gradient synchronisation, overlapped with backward, for the three modes:
+//
+//   zero 0  every rank keeps the whole gradient; each bucket is all-reduced (avg) as soon
+//           as backward has finished it; every rank then updates every parameter.
+//   zero 1  every rank keeps the whole gradient buffer, but each bucket is reduce-scattered:
+//           rank r ends up with the averaged slice r, updates only those parameters (its
+//           shard of the moments), and the updated slices are all-gathered.
+//   zero 2  as zero 1, but backward writes each bucket into a staging buffer from a small
+//           pool; after its reduce-scatter only this rank's slice is kept, so the full
+//           gradient never exists at once.
+//
+// Buckets go out in the order backward completes them (last layer first); collectives
+// on a communicator run in issue order, so waiting on the oldest frees staging first.
+#pragma once
+
+#include <deque>
+#include <vector>
+
+#include "group.hpp"
+#include "kernels.hpp"
+#include "layout.hpp"
+#include "model.hpp"
+
+namespace strata::train {
+
+class GradSync final : public GradSink {
+ public:
+  // staging_buffers: the zero-2 pool size to aim for (more are made only when backward
+  // needs another buffer while no reduction is in flight to free one).
+  GradSync(Group& group, const ParamLayout& layout, int zero, int staging_buffers = 3);
+
+  void begin_step();
+  float* grad(int tensor) override;
+  void ready_from(int tensor) override;
+  // Launches what is left and waits for every reduction of this step.
+  void finish();
+
+  // The optimizer's view after finish(): its segments, and the gradient they index.
+  const std::vector<Segment>& segments() const { return segments_; }
+  const float* grads() const { return zero_ == 2 ? shard_.data() : full_.data(); }
+  size_t state_size() const { return zero_ == 0 ? layout_.padded_size() : layout_.shard_size(); }
+  // L2 norm of the averaged gradient over all parameters (padding holds zeros).
+  double global_norm(const Kernels& k);
+  // zero >= 1: after the optimizer, every rank's updated slices go to every rank.
+  void gather_params(float* params);
+
+  size_t grad_bytes() const;  // gradient memory held now
+  size_t staging_bytes() const { return pool_.size() * layout_.max_bucket() * sizeof(float); }
+  int staging_peak() const { return static_cast<int>(pool_.size()); }
+
+ private:
+  struct InFlight {
+    strata::Request req;
+    int staging = -1;  // pool buffer to free when it completes (zero 2)
+  };
+  void launch(int bucket);
+  int acquire();
+  void retire_oldest();
+
+  Group& group_;
+  const ParamLayout& layout_;
+  int zero_;
+  int staging_target_;
+  std::vector<Segment> segments_;
+
+  std::vector<float> full_;   // zero 0/1: whole (padded) gradient
+  std::vector<float> shard_;  // zero 2: this rank's slices, in shard order
+  std::vector<std::vector<float>> pool_;
+  std::vector<int> free_;
+  std::vector<int> staging_of_;  // per bucket, -1 when none
+  int next_bucket_ = -1;         // highest bucket not yet launched
+  std::deque<InFlight> inflight_;
+};
+
+}  // namespace strata::train

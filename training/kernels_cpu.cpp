@@ -1,0 +1,297 @@
+// Host kernels. Matrix products go to OpenBLAS; the rest are single loops, which is what a
+// model this size needs (the matrix products dominate).
+#include <cblas.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels.hpp"
+
+namespace strata::train {
+namespace {
+
+void matmul_forward(float* out, const float* inp, const float* w, const float* b, int N, int C,
+                    int OC) {
+  if (b) {
+    for (int n = 0; n < N; ++n)
+      std::memcpy(out + static_cast<size_t>(n) * OC, b, OC * sizeof(float));
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, inp, C, w, C,
+              b ? 1.0f : 0.0f, out, OC);
+}
+
+void matmul_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                     const float* w, int N, int C, int OC) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, w, C, 0.0f, dinp,
+              C);
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dw,
+              C);
+  if (db) {
+    for (int n = 0; n < N; ++n) {
+      const float* row = dout + static_cast<size_t>(n) * OC;
+      for (int o = 0; o < OC; ++o) db[o] += row[o];
+    }
+  }
+}
+
+constexpr float kLnEps = 1e-5f;
+
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
+                       const float* b, int N, int C) {
+  for (int n = 0; n < N; ++n) {
+    const float* x = inp + static_cast<size_t>(n) * C;
+    float* y = out + static_cast<size_t>(n) * C;
+    float m = 0;
+    for (int i = 0; i < C; ++i) m += x[i];
+    m /= C;
+    float var = 0;
+    for (int i = 0; i < C; ++i) var += (x[i] - m) * (x[i] - m);
+    var /= C;
+    float s = 1.0f / std::sqrt(var + kLnEps);
+    for (int i = 0; i < C; ++i) y[i] = (x[i] - m) * s * w[i] + b[i];
+    mean[n] = m;
+    rstd[n] = s;
+  }
+}
+
+void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                        const float* w, const float* mean, const float* rstd, int N, int C) {
+  for (int n = 0; n < N; ++n) {
+    const float* dy = dout + static_cast<size_t>(n) * C;
+    const float* x = inp + static_cast<size_t>(n) * C;
+    float* dx = dinp + static_cast<size_t>(n) * C;
+    float m = mean[n], s = rstd[n];
+    // The normalised input's gradient minus its projections on 1 and on xhat.
+    float dnorm_mean = 0, dnorm_xhat_mean = 0;
+    for (int i = 0; i < C; ++i) {
+      float xhat = (x[i] - m) * s;
+      float dnorm = dy[i] * w[i];
+      dnorm_mean += dnorm;
+      dnorm_xhat_mean += dnorm * xhat;
+    }
+    dnorm_mean /= C;
+    dnorm_xhat_mean /= C;
+    for (int i = 0; i < C; ++i) {
+      float xhat = (x[i] - m) * s;
+      float dnorm = dy[i] * w[i];
+      db[i] += dy[i];
+      dw[i] += dy[i] * xhat;
+      dx[i] += s * (dnorm - dnorm_mean - xhat * dnorm_xhat_mean);
+    }
+  }
+}
+
+// Per (batch, head): S = QK^T/sqrt(hs), causal softmax, Y = PV. Q, K, V are strided views
+// into qkv (row stride 3C), so no copies. The masked upper triangle is computed and then
+// discarded; at these sizes one sgemm beats a triangular loop.
+void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+  const int hs = C / NH, ld = 3 * C;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < NH; ++h) {
+      const float* q = qkv + static_cast<size_t>(b) * T * ld + h * hs;
+      const float* k = q + C;
+      const float* v = q + 2 * C;
+      float* p = att + (static_cast<size_t>(b) * NH + h) * T * T;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, ld, k, ld, 0.0f, p,
+                  T);
+      for (int t = 0; t < T; ++t) {
+        float* row = p + static_cast<size_t>(t) * T;
+        float mx = row[0];
+        for (int j = 1; j <= t; ++j) mx = std::max(mx, row[j]);
+        float sum = 0;
+        for (int j = 0; j <= t; ++j) {
+          row[j] = std::exp(row[j] - mx);
+          sum += row[j];
+        }
+        float inv = 1.0f / sum;
+        for (int j = 0; j <= t; ++j) row[j] *= inv;
+        for (int j = t + 1; j < T; ++j) row[j] = 0.0f;
+      }
+      float* y = out + static_cast<size_t>(b) * T * C + h * hs;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, p, T, v, ld, 0.0f, y,
+                  C);
+    }
+  }
+}
+
+void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv,
+                        const float* att, int B, int T, int C, int NH) {
+  const int hs = C / NH, ld = 3 * C;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < NH; ++h) {
+      size_t base = static_cast<size_t>(b) * T * ld + h * hs;
+      const float* q = qkv + base;
+      const float* k = q + C;
+      const float* v = q + 2 * C;
+      float* dq = dqkv + base;
+      float* dk = dq + C;
+      float* dv = dq + 2 * C;
+      const float* p = att + (static_cast<size_t>(b) * NH + h) * T * T;
+      const float* dy = dout + static_cast<size_t>(b) * T * C + h * hs;
+      float* dp = scratch;
+      // dP = dY V^T, dV = P^T dY
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, dy, C, v, ld, 0.0f, dp,
+                  T);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, p, T, dy, C, 0.0f, dv,
+                  ld);
+      // Softmax backward in place: dS = P * (dP - rowsum(P * dP)); masked entries have P = 0.
+      for (int t = 0; t < T; ++t) {
+        const float* pr = p + static_cast<size_t>(t) * T;
+        float* dr = dp + static_cast<size_t>(t) * T;
+        float dot = 0;
+        for (int j = 0; j <= t; ++j) dot += pr[j] * dr[j];
+        for (int j = 0; j <= t; ++j) dr[j] = pr[j] * (dr[j] - dot);
+        for (int j = t + 1; j < T; ++j) dr[j] = 0.0f;
+      }
+      // dQ = scale dS K, dK = scale dS^T Q
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, scale, dp, T, k, ld, 0.0f,
+                  dq, ld);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, scale, dp, T, q, ld, 0.0f, dk,
+                  ld);
+    }
+  }
+}
+
+constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2/pi)
+
+// e^x to ~2e-7 relative (Cephes' expf polynomial, Cody-Waite reduction), written with
+// plain arithmetic so that the GELU loops vectorise: glibc's tanhf, and then expf, were a
+// third of a training step as scalar calls. Rounds with the 1.5*2^23 trick because floor
+// only vectorises from SSE4.1 on.
+inline float exp_approx(float x) {
+  x = x < -87.0f ? -87.0f : x;  // comparisons, unlike std::min, become vector min/max
+  x = x > 88.0f ? 88.0f : x;
+  const float magic = 12582912.0f;
+  float n = (x * 1.44269504088896341f + magic) - magic;
+  float r = x - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  return p * std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
+}
+
+// Saturates where it should (1 - 2/(huge) = 1, 1 - 2/1 = -1); absolute error ~1e-7.
+inline float tanh_approx(float u) { return 1.0f - 2.0f / (exp_approx(2.0f * u) + 1.0f); }
+
+// target_clones: an AVX2 build of the loop next to the baseline one, picked at load time.
+__attribute__((target_clones("avx2", "default"))) void gelu_forward(float* out, const float* inp,
+                                                                    size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    float x = inp[i];
+    out[i] = 0.5f * x * (1.0f + tanh_approx(kGeluScale * (x + 0.044715f * x * x * x)));
+  }
+}
+
+__attribute__((target_clones("avx2", "default"))) void gelu_backward(float* dinp, const float* inp,
+                                                                     const float* dout, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    float x = inp[i];
+    float th = tanh_approx(kGeluScale * (x + 0.044715f * x * x * x));
+    float sech2 = 1.0f - th * th;
+    float grad =
+        0.5f * (1.0f + th) + 0.5f * x * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
+    dinp[i] = grad * dout[i];
+  }
+}
+
+void add_inplace(float* y, const float* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void embed_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T,
+                   int C) {
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < T; ++t) {
+      float* o = out + (static_cast<size_t>(b) * T + t) * C;
+      const float* e = wte + static_cast<size_t>(tokens[b * T + t]) * C;
+      const float* p = wpe + static_cast<size_t>(t) * C;
+      for (int i = 0; i < C; ++i) o[i] = e[i] + p[i];
+    }
+}
+
+void embed_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T,
+                    int C) {
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < T; ++t) {
+      const float* d = dout + (static_cast<size_t>(b) * T + t) * C;
+      float* e = dwte + static_cast<size_t>(tokens[b * T + t]) * C;
+      float* p = dwpe + static_cast<size_t>(t) * C;
+      for (int i = 0; i < C; ++i) {
+        e[i] += d[i];
+        p[i] += d[i];
+      }
+    }
+}
+
+float softmax_xent_forward(float* logits, float* losses, const int* targets, int N, int V) {
+  double total = 0;
+  for (int n = 0; n < N; ++n) {
+    float* row = logits + static_cast<size_t>(n) * V;
+    float mx = row[0];
+    for (int i = 1; i < V; ++i) mx = std::max(mx, row[i]);
+    // The loss from log-sum-exp of the logits rather than log(prob): exact for tiny probs.
+    float target_logit = targets ? row[targets[n]] : 0.0f;
+    float sum = 0;
+    for (int i = 0; i < V; ++i) {
+      row[i] = std::exp(row[i] - mx);
+      sum += row[i];
+    }
+    float inv = 1.0f / sum;
+    for (int i = 0; i < V; ++i) row[i] *= inv;
+    if (targets) {
+      losses[n] = std::log(sum) + mx - target_logit;
+      total += losses[n];
+    }
+  }
+  return targets ? static_cast<float>(total / N) : 0.0f;
+}
+
+void softmax_xent_backward(float* probs, const int* targets, int N, int V, float scale) {
+  for (int n = 0; n < N; ++n) {
+    float* row = probs + static_cast<size_t>(n) * V;
+    row[targets[n]] -= 1.0f;
+    for (int i = 0; i < V; ++i) row[i] *= scale;
+  }
+}
+
+double sum_squares(const float* x, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
+  return s;
+}
+
+void adamw(float* p, const float* g, float* m, float* v, size_t n, float lr, float beta1,
+           float beta2, float eps, float weight_decay, float bc1, float bc2, float grad_scale) {
+  for (size_t i = 0; i < n; ++i) {
+    float grad = g[i] * grad_scale;
+    m[i] = beta1 * m[i] + (1.0f - beta1) * grad;
+    v[i] = beta2 * v[i] + (1.0f - beta2) * grad * grad;
+    float mhat = m[i] / bc1, vhat = v[i] / bc2;
+    // Decoupled decay (as torch.optim.AdamW): shrink the weight, then take the Adam step.
+    p[i] -= lr * (mhat / (std::sqrt(vhat) + eps) + weight_decay * p[i]);
+  }
+}
+
+const Kernels kCpu{
+    "cpu (OpenBLAS)",     matmul_forward,        matmul_backward,    layernorm_forward,
+    layernorm_backward,   attention_forward,     attention_backward, gelu_forward,
+    gelu_backward,        add_inplace,           embed_forward,      embed_backward,
+    softmax_xent_forward, softmax_xent_backward, sum_squares,        adamw,
+};
+
+}  // namespace
+
+const Kernels& cpu_kernels() { return kCpu; }
+
+void set_blas_threads(int n) { openblas_set_num_threads(n < 1 ? 1 : n); }
+
+}  // namespace strata::train

@@ -1,0 +1,207 @@
+// strata-train: trains the reference GPT on a text file, alone or data parallel under
+// strata-run. Rank 0 prints; every rank prints its parameter checksum at the end so that
+// a test (or a person) can see that the replicas agree.
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <strata/strata.hpp>
+#include <string>
+#include <thread>
+
+#include "checkpoint.hpp"
+#include "data.hpp"
+#include "errors.hpp"
+#include "group.hpp"
+#include "kernels.hpp"
+#include "options.hpp"
+#include "trainer.hpp"
+
+namespace st = strata::train;
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string duration_text(double s) {
+  char b[32];
+  long t = std::lround(s);
+  if (t >= 3600)
+    std::snprintf(b, sizeof b, "%ldh%02ldm", t / 3600, t / 60 % 60);
+  else if (t >= 60)
+    std::snprintf(b, sizeof b, "%ldm%02lds", t / 60, t % 60);
+  else
+    std::snprintf(b, sizeof b, "%lds", t);
+  return b;
+}
+
+// Control characters other than newline and tab would garble a terminal.
+std::string printable(const std::string& s) {
+  std::string o;
+  for (unsigned char c : s) o.push_back(c == '\n' || c == '\t' || (c >= 32 && c < 127) ? c : '?');
+  return o;
+}
+
+// --save DIR must be usable before training starts, not discovered after an hour.
+void check_save_dir(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+    throw st::TrainError("--save " + dir + " exists and is not a directory");
+}
+
+int run(int argc, char** argv) {
+  st::Options o;
+  try {
+    o = st::parse_options(argc, argv);
+  } catch (const st::TrainError& e) {
+    throw st::TrainError(std::string(e.what()) + " (strata-train --help lists the options)");
+  }
+  if (o.help) {
+    std::fputs(st::usage_text().c_str(), stdout);
+    return 0;
+  }
+  const char* env_rank = std::getenv("STRATA_RANK");
+  const bool launched = env_rank != nullptr;
+  int world = 1, rank = 0;
+  if (launched) {
+    const char* ws = std::getenv("STRATA_WORLD_SIZE");
+    world = ws ? std::atoi(ws) : 0;
+    rank = std::atoi(env_rank);
+    if (world < 1) throw st::TrainError("STRATA_RANK is set but STRATA_WORLD_SIZE is not valid");
+  }
+  // Everything the user can get wrong is checked before joining the job and before any
+  // file is written.
+  st::validate_options(o, world, launched);
+  st::TextData data = st::TextData::load(o.data, o.model.ctx);
+  std::optional<st::CheckpointReader> ckpt;
+  if (!o.resume.empty()) {
+    ckpt.emplace(o.resume);
+    st::check_checkpoint_matches(ckpt->header(), o);
+  }
+  if (!o.save.empty()) check_save_dir(o.save);
+
+  st::Group group = launched ? st::Group(strata::Comm::init_from_env()) : st::Group();
+  const bool root = rank == 0;
+  int threads = o.threads;
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency() / world);
+  st::set_blas_threads(threads);
+
+  st::Trainer trainer(o, group, data, st::cpu_kernels());
+  if (ckpt) {
+    trainer.load(*ckpt);
+    if (root) {
+      const st::CheckpointHeader& h = ckpt->header();
+      std::printf("resumed from %s at step %d\n", ckpt->path().c_str(), trainer.step());
+      // Allowed, but then the data order is not the one the first run would have seen.
+      if (h.batch != static_cast<uint32_t>(o.batch))
+        std::printf("note: the checkpoint was written with --batch %u, this run uses %d\n", h.batch,
+                    o.batch);
+    }
+    ckpt.reset();
+  }
+  const auto& lay = trainer.layout();
+  const int stop = o.stop_at ? o.stop_at : o.steps;
+  if (root) {
+    std::printf(
+        "strata-train: %d layers, %d heads, dim %d, ctx %d, vocab %d | %zu parameters "
+        "(%zu padded, %zu buckets)\n",
+        o.model.layers, o.model.heads, o.model.dim, o.model.ctx, o.model.vocab, lay.num_params(),
+        lay.padded_size(), lay.buckets().size());
+    std::printf(
+        "data %s: %zu bytes (train %zu, val %zu) | batch %d = %d ranks x %d, %d tokens "
+        "per step | zero %d | %d BLAS threads per rank\n",
+        data.path().c_str(), data.size(), data.train_size(), data.val_size(), o.batch, o.dp,
+        o.batch / o.dp, o.batch * o.model.ctx, o.zero, threads);
+    std::printf("steps %d | lr %g, warmup %d, cosine to %g | wd %g | clip %g | seed %llu\n",
+                o.steps, o.lr, o.warmup, o.lr * 0.1, o.wd, o.clip,
+                static_cast<unsigned long long>(o.seed));
+    std::fputs(trainer.memory_report().c_str(), stdout);
+  }
+
+  const double tokens = static_cast<double>(o.batch) * o.model.ctx;
+  const int first = trainer.step() + 1;
+  double t_start = now_s(), last_val = NAN;
+  auto do_eval = [&] {
+    if (o.eval_batches == 0) return;
+    double t0 = now_s();
+    last_val = trainer.evaluate();
+    if (root)
+      std::printf("step %5d | val loss %.6f | %d batches | %.2f s\n", trainer.step(), last_val,
+                  o.eval_batches, now_s() - t0);
+  };
+  double last_loss = NAN, comm_wait = 0;
+  while (trainer.step() < stop) {
+    double t0 = now_s();
+    st::StepResult r = trainer.train_step();
+    double dt = now_s() - t0;
+    last_loss = r.loss;
+    comm_wait += r.comm_wait_s;
+    if (!std::isfinite(r.loss))
+      throw st::TrainError("loss is " + std::to_string(r.loss) + " at step " +
+                           std::to_string(trainer.step()) + "; try a smaller --lr");
+    const int s = trainer.step();
+    if (root && (s % o.log_every == 0 || s == stop)) {
+      double avg = (now_s() - t_start) / (s - first + 1);
+      std::printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %8.0f tok/s | %7.1f ms", s,
+                  o.steps, r.loss, r.lr, r.grad_norm, tokens / dt, dt * 1e3);
+      if (o.dp > 1) std::printf(" (comm wait %.1f)", r.comm_wait_s * 1e3);
+      std::printf(" | ETA %s\n", duration_text(avg * (stop - s)).c_str());
+    }
+    if ((o.eval_every > 0 && s % o.eval_every == 0) || s == o.steps) do_eval();
+    if (!o.save.empty() && ((o.save_every > 0 && s % o.save_every == 0) || s == stop)) {
+      trainer.save(o.save);
+      if (root) std::printf("saved %s at step %d\n", st::checkpoint_path(o.save).c_str(), s);
+    }
+  }
+  double elapsed = now_s() - t_start;
+  int ran = trainer.step() - first + 1;
+  if (root) {
+    std::printf("done: steps %d..%d in %.1f s (%.1f ms/step, %.0f tok/s) | last loss %.6f", first,
+                trainer.step(), elapsed, ran > 0 ? elapsed / ran * 1e3 : 0.0,
+                ran > 0 ? tokens * ran / elapsed : 0.0, last_loss);
+    if (!std::isnan(last_val)) std::printf(" | val loss %.6f", last_val);
+    if (o.dp > 1 && ran > 0) std::printf(" | comm wait %.1f ms/step", comm_wait / ran * 1e3);
+    std::printf("\n");
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    std::printf("peak RSS rank 0: %.1f MB", ru.ru_maxrss / 1024.0);
+    if (o.zero == 2) std::printf(" | gradient staging peak: %d buckets", trainer.staging_peak());
+    std::printf("\n");
+    if (trainer.step() < o.steps)
+      std::printf("stopped at step %d of %d%s\n", trainer.step(), o.steps,
+                  o.save.empty() ? "" : ("; continue with --resume " + o.save).c_str());
+  }
+  if (root && o.sample_len > 0 && trainer.step() == o.steps) {
+    std::printf("sample (%d bytes):\n%s\n", o.sample_len,
+                printable(trainer.sample(o.sample_len, o.seed + trainer.step())).c_str());
+  }
+  std::printf("rank %d parameter checksum %016llx\n", rank,
+              static_cast<unsigned long long>(trainer.param_checksum()));
+  std::fflush(stdout);
+  group.destroy();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // strata-run reads our output through a pipe
+  try {
+    return run(argc, argv);
+  } catch (const st::TrainError& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "strata-train: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "strata-train: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,70 @@
+// Trainer::memory_report: what this rank allocated for model states, next to the ZeRO
+// paper's per-rank formulas in fp32 (parameters 4Ψ, gradients 4Ψ, Adam moments 8Ψ; ZeRO-1
+// divides the moments by Nd, ZeRO-2 the gradients too).
+#include <cstdio>
+#include <string>
+
+#include "trainer.hpp"
+
+namespace strata::train {
+namespace {
+
+std::string mb(double bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f MB", bytes / 1e6);
+  return b;
+}
+
+// Display width of UTF-8 text (Ψ is two bytes, one column).
+size_t width(const std::string& s) {
+  size_t w = 0;
+  for (unsigned char c : s) w += (c & 0xC0) != 0x80;
+  return w;
+}
+
+std::string pad(std::string s, size_t w) {
+  size_t n = width(s);
+  return n >= w ? s : s + std::string(w - n, ' ');
+}
+
+std::string lpad(std::string s, size_t w) {
+  size_t n = width(s);
+  return n >= w ? s : std::string(w - n, ' ') + s;
+}
+
+}  // namespace
+
+std::string Trainer::memory_report() const {
+  const double psi = static_cast<double>(layout_.num_params());
+  const int nd = group_.size(), z = o_.zero;
+  const double params = params_.size() * sizeof(float);
+  const double grads = sync_.grad_bytes();
+  const double moments = opt_.state_bytes();
+  const double f_grads = z == 2 ? 4 * psi / nd : 4 * psi;
+  const double f_moments = z == 0 ? 8 * psi : 8 * psi / nd;
+  const std::string total_formula = z == 0 ? "16Ψ" : z == 1 ? "(8+8/Nd)Ψ" : "(4+12/Nd)Ψ";
+  std::string out = "memory per rank, fp32 (Ψ = " + std::to_string(layout_.num_params()) +
+                    " parameters, Nd = " + std::to_string(nd) + ", zero " + std::to_string(z) +
+                    "):  allocated | ZeRO formula\n";
+  auto row = [&](const std::string& what, double bytes, const std::string& formula, double f,
+                 const std::string& note) {
+    out += "  " + pad(what, 22) + lpad(mb(bytes), 10) + " | ";
+    if (!formula.empty()) out += pad(formula, 10) + " = " + lpad(mb(f), 10);
+    out += note + "\n";
+  };
+  row("parameters", params, "4Ψ", 4 * psi, "");
+  std::string staging;
+  if (z == 2)
+    staging = " + staging " + std::to_string(sync_.staging_peak()) + " x " +
+              mb(layout_.max_bucket() * 4.0) + " (buckets in flight)";
+  row("gradients", grads, z == 2 ? "4Ψ/Nd" : "4Ψ", f_grads, staging);
+  row("Adam moments m, v", moments, z == 0 ? "8Ψ" : "8Ψ/Nd", f_moments, "");
+  row("master weights", 0, "", 0, "none: the fp32 parameters are the master copy");
+  row("model states", params + grads + moments, total_formula, 4 * psi + f_grads + f_moments, "");
+  row("activations", model_->activation_bytes(), "", 0,
+      "batch " + std::to_string(local_batch_) + " x ctx " + std::to_string(o_.model.ctx) +
+          " (not sharded by ZeRO)");
+  return out;
+}
+
+}  // namespace strata::train

@@ -1,0 +1,201 @@
+#include "options.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string_view>
+#include <vector>
+
+#include "errors.hpp"
+
+namespace strata::train {
+namespace {
+
+long long parse_int(std::string_view flag, const std::string& v, long long lo, long long hi) {
+  char* end = nullptr;
+  errno = 0;
+  long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno != 0 || x < lo || x > hi)
+    throw TrainError("--" + std::string(flag) + " needs a whole number from " + std::to_string(lo) +
+                     " to " + std::to_string(hi) + ", got '" + v + "'");
+  return x;
+}
+
+std::string num(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", x);
+  return b;
+}
+
+double parse_real(std::string_view flag, const std::string& v, double lo, double hi) {
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || !std::isfinite(x) || x < lo || x > hi)
+    throw TrainError("--" + std::string(flag) + " needs a number from " + num(lo) + " to " +
+                     num(hi) + ", got '" + v + "'");
+  return x;
+}
+
+struct Flag {
+  std::string_view name;
+  std::string_view value;  // empty: takes no value
+  std::string_view help;
+  std::function<void(Options&, const std::string&)> apply;
+};
+
+// Flag builders: the table below then reads one flag per line.
+Flag whole(std::string_view name, std::string_view help, int Options::*field, long long lo,
+           long long hi) {
+  return {name, "N", help, [=](Options& o, const std::string& v) {
+            o.*field = static_cast<int>(parse_int(name, v, lo, hi));
+          }};
+}
+
+Flag shape(std::string_view name, std::string_view help, int ModelConfig::*field, long long hi) {
+  return {name, "N", help, [=](Options& o, const std::string& v) {
+            o.model.*field = static_cast<int>(parse_int(name, v, 1, hi));
+          }};
+}
+
+Flag real(std::string_view name, std::string_view help, float Options::*field, double hi) {
+  return {name, "X", help, [=](Options& o, const std::string& v) {
+            o.*field = static_cast<float>(parse_real(name, v, 0, hi));
+          }};
+}
+
+Flag text(std::string_view name, std::string_view help, std::string Options::*field) {
+  return {name, "DIR", help, [=](Options& o, const std::string& v) { o.*field = v; }};
+}
+
+const std::vector<Flag>& flags() {
+  constexpr long long kBig = 1'000'000'000;
+  static const std::vector<Flag> table = {
+      {"data", "FILE", "text file to train on (default data/tinyshakespeare.txt)",
+       [](Options& o, const std::string& v) { o.data = v; }},
+      shape("layers", "transformer blocks (default 4)", &ModelConfig::layers, 1024),
+      shape("heads", "attention heads; must divide --dim (default 4)", &ModelConfig::heads, 1024),
+      shape("dim", "model width (default 128)", &ModelConfig::dim, 65536),
+      shape("ctx", "context length in bytes (default 64)", &ModelConfig::ctx, 65536),
+      whole("batch", "global batch in sequences, split over the dp ranks (default 16)",
+            &Options::batch, 1, kBig),
+      whole("steps", "optimizer steps; the learning-rate schedule ends here (default 2000)",
+            &Options::steps, 1, kBig),
+      whole("dp", "data-parallel ranks; must equal the job's rank count (default: that count)",
+            &Options::dp, 1, 65536),
+      {"zero", "0|1|2",
+       "0: all-reduce; 1: shard optimizer state; 2: also shard gradients (default 0)",
+       whole("zero", "", &Options::zero, 0, 2).apply},
+      real("lr", "peak learning rate (default 1e-3)", &Options::lr, 10),
+      whole("warmup", "linear warmup steps before the cosine decay (default 100)", &Options::warmup,
+            0, kBig),
+      real("wd", "AdamW weight decay on matrices and embeddings (default 0.1)", &Options::wd, 10),
+      real("clip", "clip the global gradient norm to X; 0 turns clipping off (default 1.0)",
+           &Options::clip, 1e9),
+      {"seed", "N", "seed for initialisation, data order and sampling (default 1337)",
+       [](Options& o, const std::string& v) {
+         o.seed = static_cast<uint64_t>(parse_int("seed", v, 0, 1LL << 62));
+       }},
+      whole("eval-every", "validation loss every N steps; 0: only at the end (default 100)",
+            &Options::eval_every, 0, kBig),
+      whole("eval-batches", "global batches per validation; 0: no validation (default 8)",
+            &Options::eval_batches, 0, kBig),
+      whole("sample-len", "bytes of text to sample at the end; 0: none (default 256)",
+            &Options::sample_len, 0, kBig),
+      text("save", "write DIR/checkpoint.bin at the end (and see --save-every, --stop-at)",
+           &Options::save),
+      text("resume", "continue from DIR/checkpoint.bin", &Options::resume),
+      whole("save-every", "also checkpoint every N steps (needs --save)", &Options::save_every, 0,
+            kBig),
+      whole("stop-at", "stop after step N (checkpoint with --save); the schedule follows --steps",
+            &Options::stop_at, 1, kBig),
+      {"bucket-mb", "X", "gradient bucket size in MB for overlapped reduction (default 0.25)",
+       [](Options& o, const std::string& v) {
+         o.bucket_mb = parse_real("bucket-mb", v, 1e-6, 1e6);
+       }},
+      whole("threads", "BLAS threads per rank (default: cores / ranks)", &Options::threads, 1,
+            1024),
+      whole("log-every", "print a progress line every N steps (default 1)", &Options::log_every, 1,
+            kBig),
+      {"help", "", "print this help", [](Options& o, const std::string&) { o.help = true; }},
+  };
+  return table;
+}
+
+}  // namespace
+
+Options parse_options(int argc, const char* const* argv) {
+  Options o;
+  for (int a = 1; a < argc; ++a) {
+    std::string_view arg = argv[a];
+    if (arg == "-h") arg = "--help";
+    if (!arg.starts_with("--")) throw TrainError("unexpected argument '" + std::string(arg) + "'");
+    std::string_view name = arg.substr(2);
+    std::string value;
+    bool inline_value = false;
+    if (auto eq = name.find('='); eq != std::string_view::npos) {
+      value = std::string(name.substr(eq + 1));
+      name = name.substr(0, eq);
+      inline_value = true;
+    }
+    const Flag* f = nullptr;
+    for (const auto& cand : flags())
+      if (cand.name == name) f = &cand;
+    if (!f) throw TrainError("unknown option '--" + std::string(name) + "'");
+    if (!f->value.empty() && !inline_value) {
+      if (a + 1 >= argc)
+        throw TrainError("option '--" + std::string(name) + "' needs a value (" +
+                         std::string(f->value) + ")");
+      value = argv[++a];
+    } else if (f->value.empty() && inline_value) {
+      throw TrainError("option '--" + std::string(name) + "' takes no value");
+    }
+    f->apply(o, value);
+  }
+  return o;
+}
+
+void validate_options(Options& o, int world, bool launched) {
+  if (o.dp == 0) o.dp = world;
+  if (o.dp != world) {
+    if (!launched)
+      throw TrainError("--dp " + std::to_string(o.dp) +
+                       " needs that many ranks: start it with strata-run -n " +
+                       std::to_string(o.dp) + " (no STRATA_RANK here, so this is one process)");
+    throw TrainError("--dp " + std::to_string(o.dp) + " but the job has " + std::to_string(world) +
+                     " ranks; start it with strata-run -n " + std::to_string(o.dp));
+  }
+  if (o.batch % o.dp != 0)
+    throw TrainError("--batch " + std::to_string(o.batch) + " does not divide evenly over " +
+                     std::to_string(o.dp) + " data-parallel ranks; use a multiple of " +
+                     std::to_string(o.dp));
+  if (o.model.dim % o.model.heads != 0)
+    throw TrainError("--heads " + std::to_string(o.model.heads) + " does not divide --dim " +
+                     std::to_string(o.model.dim));
+  if (o.save_every > 0 && o.save.empty()) throw TrainError("--save-every needs --save DIR");
+  if (o.stop_at > o.steps)
+    throw TrainError("--stop-at " + std::to_string(o.stop_at) + " is beyond --steps " +
+                     std::to_string(o.steps));
+}
+
+std::string usage_text() {
+  std::string s =
+      "usage: strata-train [options]\n"
+      "       strata-run -n N strata-train [options]     (data parallel over N ranks)\n"
+      "\n"
+      "Trains a byte-level GPT-2-style model on a text file and prints a line per step.\n"
+      "\n";
+  for (const auto& f : flags()) {
+    std::string left = "  --" + std::string(f.name);
+    if (!f.value.empty()) left += " " + std::string(f.value);
+    if (left.size() < 22)
+      left.resize(22, ' ');
+    else
+      left += "\n" + std::string(22, ' ');
+    s += left + std::string(f.help) + "\n";
+  }
+  return s;
+}
+
+}  // namespace strata::train

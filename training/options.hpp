@@ -1,0 +1,41 @@
+// strata-train's command line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "layout.hpp"
+
+namespace strata::train {
+
+struct Options {
+  std::string data = "data/tinyshakespeare.txt";
+  ModelConfig model;
+  int batch = 16;  // global, in sequences; split over the dp ranks
+  int steps = 2000;
+  int dp = 0;  // 0: the job's rank count
+  int zero = 0;
+  float lr = 1e-3f;
+  int warmup = 100;
+  float wd = 0.1f;
+  float clip = 1.0f;
+  uint64_t seed = 1337;
+  int eval_every = 100;
+  int eval_batches = 8;
+  int sample_len = 256;
+  std::string save, resume;
+  int save_every = 0;
+  int stop_at = 0;  // stop after this step (the schedule still runs to --steps)
+  double bucket_mb = 0.25;
+  int threads = 0;  // 0: cores / local ranks
+  int log_every = 1;
+  bool help = false;
+};
+
+// Throws TrainError for an unknown flag or a malformed value.
+Options parse_options(int argc, const char* const* argv);
+// Checks that the options make sense together for a job of `world` ranks.
+void validate_options(Options& o, int world, bool launched);
+std::string usage_text();
+
+}  // namespace strata::train
