@@ -13,7 +13,8 @@ enum class Collective { all_reduce, reduce_scatter, all_gather, broadcast, reduc
 const char* name(Collective c);
 
 enum class Algo { ring, tree, recursive_doubling, direct, hierarchical };
-inline constexpr Algo kAllAlgos[] = {Algo::ring, Algo::tree, Algo::recursive_doubling, Algo::direct, Algo::hierarchical};
+// In the tuner's order of preference when predictions tie.
+inline constexpr Algo kAllAlgos[] = {Algo::ring, Algo::tree, Algo::direct, Algo::recursive_doubling, Algo::hierarchical};
 const char* name(Algo a);
 
 // What every rank knows about one call. `count` is per the API: all_reduce, broadcast,

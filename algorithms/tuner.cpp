@@ -7,7 +7,10 @@ namespace strata {
 
 namespace {
 
-const LinkModel kDefaultLink{2e-6, 6e9};
+const LinkModel kDefaultLink{2e-6, 3e9};
+// Rate of a separate local reduction pass (dst op= src over memory); reductions fused into
+// a receive (recv_reduce) cost nothing extra in this model.
+constexpr double kReduceBps = 4e9;
 
 int ceil_log2(int n) {
   int k = 0;
@@ -46,16 +49,16 @@ double flat_time(Algo algo, Collective coll, double bytes, int n, const LinkMode
   switch (coll) {
     case Collective::all_reduce:
       if (algo == Algo::ring) return 2.0 * (n - 1) * (a + bytes / n / B);
-      if (algo == Algo::direct) return a + (n - 1) * bytes / B;
+      if (algo == Algo::direct) return a + (n - 1) * (bytes / B + bytes / kReduceBps);
       {
         int p = 1 << (ceil_log2(n + 1) - 1);  // largest power of two <= n
         int steps = ceil_log2(p) + (n > p ? 2 : 0);
-        return steps * (a + bytes / B);
+        return steps * (a + bytes / B + bytes / kReduceBps);
       }
     case Collective::reduce_scatter:
     case Collective::all_gather:  // bytes: the whole gathered vector
       if (algo == Algo::ring) return (n - 1) * (a + bytes / n / B);
-      return a + (n - 1) * bytes / n / B;
+      return a + (n - 1) * bytes / n / B + (coll == Collective::reduce_scatter ? (n - 1) * bytes / n / kReduceBps : 0);
     case Collective::broadcast:
     case Collective::reduce:
       if (algo == Algo::tree) return tree_time(bytes, n, l);
@@ -94,7 +97,8 @@ double predict(Algo algo, const CollArgs& a) {
   switch (a.coll) {
     case Collective::all_reduce:
       // g concurrent rings of k, sharing each node's link: 2(k-1) steps of S/k bytes per node.
-      return 2 * (in.latency_s + fg * bytes / in.bandwidth_Bps) + 2.0 * (k - 1) * (out.latency_s + bytes / k / out.bandwidth_Bps);
+      return 2 * (in.latency_s + fg * bytes / in.bandwidth_Bps) + fg * bytes / kReduceBps +
+             2.0 * (k - 1) * (out.latency_s + bytes / k / out.bandwidth_Bps);
     case Collective::reduce_scatter:
     case Collective::all_gather:
       return in.latency_s + fg * bytes / in.bandwidth_Bps + (k - 1) * (out.latency_s + bytes / k / out.bandwidth_Bps);

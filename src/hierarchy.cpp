@@ -102,14 +102,14 @@ Hierarchy build_hierarchy(const std::vector<std::string>& hosts, const std::vect
                           const std::string& link_model_spec) {
   Hierarchy h;
   h.nranks = static_cast<int>(hosts.size());
-  // Defaults: shared memory inside a node (this machine's copy rate), a 10 Gbit/s network
-  // above it, and a slower one between islands.
+  // Defaults: shared memory inside a node (about half this machine's copy rate: data is
+  // copied in and read out), a 10 Gbit/s network above it, and a slower one between islands.
   auto models = parse_link_models(link_model_spec);
   auto model_for = [&](const std::string& name, LinkModel fallback) {
     auto it = models.find(name);
     return it == models.end() ? fallback : it->second;
   };
-  const LinkModel shm{1e-6, 6e9}, net{30e-6, 1.25e9};
+  const LinkModel shm{2e-6, 3e9}, net{30e-6, 1.25e9};
 
   Level node;
   node.name = "node";
