@@ -12,9 +12,10 @@ namespace strata {
 enum class Collective { all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, barrier };
 const char* name(Collective c);
 
-enum class Algo { ring, tree, recursive_doubling, direct, hierarchical };
+enum class Algo { ring, tree, recursive_doubling, direct, hierarchical, rabenseifner };
 // In the tuner's order of preference when predictions tie.
-inline constexpr Algo kAllAlgos[] = {Algo::ring, Algo::tree, Algo::direct, Algo::recursive_doubling, Algo::hierarchical};
+inline constexpr Algo kAllAlgos[] = {Algo::ring, Algo::tree, Algo::direct, Algo::recursive_doubling, Algo::rabenseifner,
+                                     Algo::hierarchical};
 const char* name(Algo a);
 
 // What every rank knows about one call. `count` is per the API: all_reduce, broadcast,
@@ -42,6 +43,7 @@ Plan build_plan(Algo algo, const CollArgs& a);
 Plan ring_plan(const CollArgs& a);
 Plan tree_plan(const CollArgs& a);
 Plan recursive_doubling_plan(const CollArgs& a);
+Plan rabenseifner_plan(const CollArgs& a);
 Plan direct_plan(const CollArgs& a);
 Plan hierarchical_plan(const CollArgs& a);
 // The hierarchy has levels that separate this call's ranks (else hierarchical = ring).

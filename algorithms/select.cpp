@@ -24,6 +24,7 @@ const char* name(Algo a) {
     case Algo::recursive_doubling: return "recursive_doubling";
     case Algo::direct: return "direct";
     case Algo::hierarchical: return "hierarchical";
+    case Algo::rabenseifner: return "rabenseifner";
   }
   return "?";
 }
@@ -34,7 +35,8 @@ bool supports(Algo algo, Collective coll) {
       return coll == Collective::all_reduce || coll == Collective::reduce_scatter || coll == Collective::all_gather ||
              coll == Collective::broadcast || coll == Collective::reduce;
     case Algo::tree: return coll == Collective::broadcast || coll == Collective::reduce;
-    case Algo::recursive_doubling: return coll == Collective::all_reduce;
+    case Algo::recursive_doubling:
+    case Algo::rabenseifner: return coll == Collective::all_reduce;
     case Algo::direct:
       return coll == Collective::all_reduce || coll == Collective::reduce_scatter || coll == Collective::all_gather ||
              coll == Collective::all_to_all || coll == Collective::barrier;
@@ -74,6 +76,7 @@ Plan build_plan(Algo algo, const CollArgs& a) {
     case Algo::recursive_doubling: return recursive_doubling_plan(a);
     case Algo::direct: return direct_plan(a);
     case Algo::hierarchical: return hierarchical_plan(a);
+    case Algo::rabenseifner: return rabenseifner_plan(a);
   }
   return {};
 }

@@ -50,6 +50,11 @@ double flat_time(Algo algo, Collective coll, double bytes, int n, const LinkMode
     case Collective::all_reduce:
       if (algo == Algo::ring) return 2.0 * (n - 1) * (a + bytes / n / B);
       if (algo == Algo::direct) return a + (n - 1) * (bytes / B + bytes / kReduceBps);
+      if (algo == Algo::rabenseifner) {
+        int p = 1 << (ceil_log2(n + 1) - 1);
+        double fold = n > p ? 2 * (a + bytes / B) : 0;
+        return fold + 2 * ceil_log2(p) * a + 2.0 * (p - 1) / p * bytes / B;
+      }
       {
         int p = 1 << (ceil_log2(n + 1) - 1);  // largest power of two <= n
         int steps = ceil_log2(p) + (n > p ? 2 : 0);

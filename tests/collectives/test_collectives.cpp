@@ -97,6 +97,8 @@ std::vector<Config> configs() {
       if (n == 3) args.push_back("--medium");
       v.push_back({"algo_" + algo + "_" + nn(n), n, {{"STRATA_ALGO", algo}}, args, 400});
     }
+  for (int n : {3, 4, 7})
+    v.push_back({"algo_rabenseifner_" + nn(n), n, {{"STRATA_ALGO", "rabenseifner"}}, {"--quick", "--medium", "--colls=all_reduce"}, 400});
   v.push_back({"algo_recursive_doubling_medium_n7", 7, {{"STRATA_ALGO", "recursive_doubling"}},
                {"--medium", "--colls=all_reduce"}, 400});
   // Tiny shared-memory ring and chunks: wrap-around and many chunks per message.

@@ -204,7 +204,7 @@ TEST(Plans, EveryAlgorithmDeliversEachContributionExactlyOnce) {
   const Collective colls[] = {Collective::all_reduce, Collective::reduce_scatter, Collective::all_gather,
                               Collective::broadcast,  Collective::reduce,         Collective::all_to_all,
                               Collective::barrier};
-  const Algo algos[] = {Algo::ring, Algo::tree, Algo::recursive_doubling, Algo::direct};
+  const auto& algos = kAllAlgos;
   int cases = 0;
   for (Collective coll : colls)
     for (Algo algo : algos) {

@@ -1,0 +1,66 @@
+// Rabenseifner's all-reduce: reduce-scatter by recursive halving, then all-gather by
+// recursive doubling, among p = the largest power of two <= n ranks (the first 2(n-p)
+// ranks fold in beforehand and get the result back at the end, as in recursive doubling).
+// Bandwidth like the ring (2(p-1)/p of the vector per rank) in 2 log2(p) steps.
+#include "algorithms/algorithms.hpp"
+
+namespace strata {
+
+Plan rabenseifner_plan(const CollArgs& a) {
+  Plan p;
+  p.algo = "rabenseifner";
+  const int n = a.nranks, r = a.rank;
+  int pow2 = 1;
+  while (pow2 * 2 <= n) pow2 *= 2;
+  const int rem = n - pow2;
+  const size_t c = a.count;
+  const Ref out{Buf::output, 0};
+  p.new_round();
+  p.copy({Buf::input, 0}, out, c);
+  int me = -1;  // rank among the pow2 that take part
+  if (r < 2 * rem) {
+    if (r % 2 == 0) p.send(r + 1, out, c);
+    else p.recv_reduce(r - 1, out, c), me = r / 2;
+  } else {
+    me = r - rem;
+  }
+  auto real = [&](int q) { return q < rem ? 2 * q + 1 : q + rem; };
+  auto at = [&](int block) { return Ref{Buf::output, block_begin(c, pow2, block)}; };
+  auto span = [&](int lo, int hi) { return block_begin(c, pow2, hi) - block_begin(c, pow2, lo); };
+  if (me >= 0) {
+    int lo = 0, hi = pow2;  // blocks this rank is still responsible for
+    for (int mask = pow2 / 2; mask >= 1; mask /= 2) {
+      int mid = (lo + hi) / 2, partner = real(me ^ mask);
+      p.new_round();
+      if (me & mask) {  // keep the upper half
+        p.send(partner, at(lo), span(lo, mid));
+        p.recv_reduce(partner, at(mid), span(mid, hi));
+        lo = mid;
+      } else {
+        p.send(partner, at(mid), span(mid, hi));
+        p.recv_reduce(partner, at(lo), span(lo, mid));
+        hi = mid;
+      }
+    }
+    p.new_round();
+    p.finalize(at(lo), span(lo, hi));  // block `me`, fully reduced
+    for (int mask = 1; mask < pow2; mask *= 2) {
+      int width = hi - lo, partner = real(me ^ mask);
+      int plo = (me & mask) ? lo - width : hi;
+      p.new_round();
+      p.send(partner, at(lo), span(lo, hi));
+      p.recv(partner, at(plo), span(plo, plo + width));
+      lo = std::min(lo, plo);
+      hi = lo + 2 * width;
+    }
+  }
+  if (r < 2 * rem) {
+    p.new_round();
+    if (r % 2 == 0) p.recv(r + 1, out, c);
+    else p.send(r - 1, out, c);
+  }
+  if (n == 1) p.finalize(out, c);
+  return p;
+}
+
+}  // namespace strata
