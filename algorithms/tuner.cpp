@@ -49,7 +49,8 @@ double flat_time(Algo algo, Collective coll, double bytes, int n, const LinkMode
   switch (coll) {
     case Collective::all_reduce:
       if (algo == Algo::ring) return 2.0 * (n - 1) * (a + bytes / n / B);
-      if (algo == Algo::direct) return a + (n - 1) * (bytes / B + bytes / kReduceBps);
+      // Every peer costs its own message: n-1 latencies, not one.
+      if (algo == Algo::direct) return (n - 1) * (a + bytes / B + bytes / kReduceBps);
       if (algo == Algo::rabenseifner) {
         int p = 1 << (ceil_log2(n + 1) - 1);
         double fold = n > p ? 2 * (a + bytes / B) : 0;
@@ -63,12 +64,12 @@ double flat_time(Algo algo, Collective coll, double bytes, int n, const LinkMode
     case Collective::reduce_scatter:
     case Collective::all_gather:  // bytes: the whole gathered vector
       if (algo == Algo::ring) return (n - 1) * (a + bytes / n / B);
-      return a + (n - 1) * bytes / n / B + (coll == Collective::reduce_scatter ? (n - 1) * bytes / n / kReduceBps : 0);
+      return (n - 1) * a + (n - 1) * bytes / n / B + (coll == Collective::reduce_scatter ? (n - 1) * bytes / n / kReduceBps : 0);
     case Collective::broadcast:
     case Collective::reduce:
       if (algo == Algo::tree) return tree_time(bytes, n, l);
       return chain_time(bytes, n, l, chunk);
-    case Collective::all_to_all: return a + (n - 1) * bytes / n / B;
+    case Collective::all_to_all: return (n - 1) * (a + bytes / n / B);
     case Collective::barrier: return ceil_log2(n) * a;
   }
   return 0;
