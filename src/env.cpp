@@ -53,7 +53,7 @@ static std::string env_choice(const char* name, std::initializer_list<const char
 Config Config::from_env() {
   Config c;
   c.timeout_s = env_double("STRATA_TIMEOUT", 300.0, 0.1, 1e7);
-  c.transport = env_choice("STRATA_TRANSPORT", {"shm", "tcp"});
+  c.transport = env_choice("STRATA_TRANSPORT", {"shm", "tcp", "ucx", "ibverbs"});
   c.algo = env_choice("STRATA_ALGO", {"ring", "tree", "recursive_doubling", "direct", "hierarchical", "rabenseifner"});
   c.tcp_nsocks = static_cast<int>(env_int("STRATA_TCP_NSOCKS", 2, 1, 16));
   c.shm_ring_bytes = static_cast<size_t>(env_int("STRATA_SHM_RING_BYTES", 4 << 20, 4096, 1LL << 30));

@@ -14,7 +14,7 @@ double env_double(const char* name, double fallback, double lo, double hi);
 
 struct Config {
   double timeout_s;          // STRATA_TIMEOUT: seconds without progress before a peer is declared stuck
-  std::string transport;     // STRATA_TRANSPORT: "" (auto), "shm" or "tcp"
+  std::string transport;     // STRATA_TRANSPORT: "" (auto), "shm", "tcp", "ucx" or "ibverbs"
   std::string algo;          // STRATA_ALGO: "" (auto), "ring", "tree", "recursive_doubling", "direct"
   int tcp_nsocks;            // STRATA_TCP_NSOCKS: data sockets per peer over tcp
   size_t shm_ring_bytes;     // STRATA_SHM_RING_BYTES: capacity of each shared-memory FIFO

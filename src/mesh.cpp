@@ -4,8 +4,10 @@
 #include <cstring>
 
 #include "log.hpp"
+#include "transports/ibverbs/ib_transport.hpp"
 #include "transports/shm/shm_link.hpp"
 #include "transports/tcp/tcp_link.hpp"
+#include "transports/ucx/ucx_transport.hpp"
 
 namespace strata {
 
@@ -72,11 +74,115 @@ void connect_shm(Mesh& m, int rank, const std::vector<RankInfo>& table, const bo
   own->unlink();
 }
 
+// ---- data transport per pair, agreed over the control sockets ----
+
+enum Kind : uint8_t { kAuto = 0, kShm = 1, kTcp = 2, kUcx = 3, kIbverbs = 4 };
+const char* kind_name(uint8_t k) {
+  switch (k) {
+    case kShm: return "shm";
+    case kTcp: return "tcp";
+    case kUcx: return "ucx";
+    case kIbverbs: return "ibverbs";
+  }
+  return "auto";
+}
+
+// Sent on every control socket once it is up: what this rank asks for and can do.
+struct Offer {
+  uint32_t magic;  // "STXO"
+  uint8_t version;
+  uint8_t wanted;  // STRATA_TRANSPORT as a Kind (shm means auto)
+  uint8_t caps;    // kCapUcxRdma | kCapIbDevice
+  uint8_t pad;
+};
+static_assert(sizeof(Offer) == 8);
+constexpr uint32_t kOfferMagic = 0x4f585453;  // "STXO"
+constexpr uint8_t kCapUcxRdma = 1, kCapIbDevice = 2;
+
+uint8_t wanted_kind(const Config& cfg) {
+  if (cfg.transport == "tcp") return kTcp;
+  if (cfg.transport == "ucx") return kUcx;
+  if (cfg.transport == "ibverbs") return kIbverbs;
+  return kAuto;
+}
+
+// Both ranks of a pair compute the same answer from the same two offers. ucx and ibverbs
+// are used between every pair when forced (all ranks must agree), and by default between
+// hosts when both ends have RDMA (UCX first); otherwise shared memory on one host, else tcp.
+uint8_t pick(const RankInfo& a, const RankInfo& b, const Offer& oa, const Offer& ob, int ra, int rb) {
+  bool forced = oa.wanted == kUcx || oa.wanted == kIbverbs || ob.wanted == kUcx || ob.wanted == kIbverbs;
+  if (forced) {
+    if (oa.wanted != ob.wanted)
+      throw InvalidArgument(std::string("STRATA_TRANSPORT is ") + kind_name(oa.wanted) + " on rank " + std::to_string(ra) +
+                            " but " + kind_name(ob.wanted) + " on rank " + std::to_string(rb) +
+                            "; set the same value on every rank");
+    return oa.wanted;
+  }
+  if (use_shm(a, b)) return kShm;
+  if (oa.wanted == kTcp || ob.wanted == kTcp) return kTcp;
+  if (oa.caps & ob.caps & kCapUcxRdma) return kUcx;
+  if (oa.caps & ob.caps & kCapIbDevice) return kIbverbs;
+  return kTcp;
+}
+
+std::vector<uint8_t> agree_transports(Mesh& m, int rank, const std::vector<RankInfo>& table, const Config& cfg,
+                                      net::Deadline deadline) {
+  const int n = static_cast<int>(table.size());
+  Offer mine{kOfferMagic, 1, wanted_kind(cfg), 0, 0};
+  bool remote_peer = false;  // RDMA is only probed when some peer is on another host
+  for (int j = 0; j < n; ++j) remote_peer |= j != rank && !use_shm(table[rank], table[j]);
+  if (mine.wanted == kAuto && remote_peer) {
+    if (ucx::rdma_capable()) mine.caps |= kCapUcxRdma;
+    if (ibverbs::device_available()) mine.caps |= kCapIbDevice;
+  }
+  std::vector<uint8_t> kinds(n, kAuto);
+  for (int j = 0; j < n; ++j)
+    if (j != rank) net::send_all(m.control[j].get(), &mine, sizeof mine, deadline, peer_name(j));
+  for (int j = 0; j < n; ++j) {
+    if (j == rank) continue;
+    Offer theirs{};
+    net::recv_all(m.control[j].get(), &theirs, sizeof theirs, deadline, peer_name(j));
+    if (theirs.magic != kOfferMagic || theirs.version != 1)
+      throw SystemError("unexpected setup message from " + peer_name(j) + " (a different Strata version?)");
+    kinds[j] = rank < j ? pick(table[rank], table[j], mine, theirs, rank, j) : pick(table[j], table[rank], theirs, mine, j, rank);
+  }
+  return kinds;
+}
+
+// ucx and ibverbs: every peer gets a length-prefixed blob over its control socket (all
+// sends first: the blobs are small enough for the socket buffers), then links are made
+// from the blobs received.
+template <class Setup>
+void connect_by_blobs(Mesh& m, Setup& setup, int rank, const std::vector<RankInfo>& table, const std::vector<int>& peers,
+                      net::Deadline deadline) {
+  for (int j : peers) {
+    std::vector<char> blob = setup.local_info(j);
+    uint32_t len = static_cast<uint32_t>(blob.size());
+    net::send_all(m.control[j].get(), &len, sizeof len, deadline, peer_name(j));
+    net::send_all(m.control[j].get(), blob.data(), blob.size(), deadline, peer_name(j));
+  }
+  for (int j : peers) {
+    uint32_t len = 0;
+    net::recv_all(m.control[j].get(), &len, sizeof len, deadline, peer_name(j));
+    if (len == 0 || len > (1u << 20)) throw SystemError("unexpected connection info from " + peer_name(j));
+    std::vector<char> blob(len);
+    net::recv_all(m.control[j].get(), blob.data(), len, deadline, peer_name(j));
+    m.links[j] = setup.connect(j, blob, std::strncmp(table[rank].host, table[j].host, sizeof table[j].host) == 0);
+  }
+  // Nobody goes on (and could finish and tear down its side, e.g. the shared-memory FIFO a
+  // UCX endpoint attaches to) before every peer has connected to it.
+  exchange_token(m, peers, 'C', deadline);
+}
+
 }  // namespace
 
 Mesh connect_mesh(int rank, const std::vector<RankInfo>& table, const net::Fd& listener,
                   const bootstrap::Secret& secret, uint64_t tag, const Config& cfg, net::Deadline deadline) {
   const int n = static_cast<int>(table.size());
+  // A forced transport that cannot work here is a clear error before anything connects.
+  if (cfg.transport == "ucx" && !ucx::built())
+    throw SystemError("STRATA_TRANSPORT=ucx, but Strata was built without UCX (install libucx-dev and rebuild)");
+  if (cfg.transport == "ibverbs") ibverbs::require_device();
   Mesh m;
   m.links.resize(n);
   m.control.resize(n);
@@ -111,14 +217,35 @@ Mesh connect_mesh(int rank, const std::vector<RankInfo>& table, const net::Fd& l
     --expected;
   }
 
-  connect_shm(m, rank, table, secret, tag, cfg, deadline);
+  std::vector<uint8_t> kinds = agree_transports(m, rank, table, cfg, deadline);
+  std::vector<int> ucx_peers, ib_peers;
+  for (int j = 0; j < n; ++j) {
+    if (kinds[j] == kUcx) ucx_peers.push_back(j);
+    if (kinds[j] == kIbverbs) ib_peers.push_back(j);
+  }
+  // A forced ucx/ibverbs is the same on every rank (agree_transports checked), so no pair
+  // uses shared memory then.
+  if (wanted_kind(cfg) != kUcx && wanted_kind(cfg) != kIbverbs) connect_shm(m, rank, table, secret, tag, cfg, deadline);
+  std::string ucx_desc, ib_desc;
+  if (!ucx_peers.empty()) {
+    auto setup = ucx::Setup::create(rank, n, cfg);
+    connect_by_blobs(m, *setup, rank, table, ucx_peers, deadline);
+    ucx_desc = setup->describe();
+  }
+  if (!ib_peers.empty()) {
+    auto setup = ibverbs::Setup::create(rank, n, cfg);
+    connect_by_blobs(m, *setup, rank, table, ib_peers, deadline);
+    ib_desc = setup->describe();
+  }
   for (int j = 0; j < n; ++j) {
     if (j == rank) continue;
     if (!m.links[j]) m.links[j] = std::make_unique<TcpLink>(j, std::move(data[j]), cfg.staging_bytes);
-    STRATA_INFO("rank %d -> rank %d via %s%s", rank, j, m.links[j]->name(),
-                use_shm(table[rank], table[j]) ? " (same host)"
-                                               : (std::string(" (") + std::to_string(data_sockets(table[rank], table[j])) +
-                                                  " sockets, " + table[j].listen.str() + ")").c_str());
+    std::string how = kinds[j] == kUcx        ? ucx_desc
+                      : kinds[j] == kIbverbs  ? ib_desc
+                      : kinds[j] == kShm      ? std::string("same host")
+                                              : std::to_string(data_sockets(table[rank], table[j])) + " sockets, " +
+                                                   table[j].listen.str();
+    STRATA_INFO("rank %d -> rank %d via %s (%s)", rank, j, m.links[j]->name(), how.c_str());
   }
   return m;
 }

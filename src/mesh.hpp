@@ -1,6 +1,7 @@
 // Connection setup: every rank of a communicator connects to every other one, a control
-// socket per peer (liveness, goodbye and abort notices) plus a data link chosen by host
-// identity: shared memory on the same host, tcp otherwise (STRATA_TRANSPORT forces one).
+// socket per peer (liveness, goodbye and abort notices) plus a data link agreed per pair
+// over it: shared memory on the same host, between hosts ucx or ibverbs when both ends have
+// RDMA, else tcp; STRATA_TRANSPORT forces one (docs/transports.md).
 #pragma once
 
 #include <memory>

@@ -1,0 +1,240 @@
+// UCX transport: the multi-rank collective suite (strata-test-worker under strata-run) with
+// STRATA_TRANSPORT=ucx over UCX's shared memory and over its tcp on loopback; a rank killed
+// mid all_reduce; the default choice between hosts without RDMA; a STRATA_TRANSPORT that
+// differs between ranks.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "test_proc.hpp"
+
+using namespace strata_test;
+
+namespace {
+
+const std::map<std::string, std::string> kUcxSm{{"STRATA_TRANSPORT", "ucx"}, {"UCX_TLS", "sm,self"}};
+const std::map<std::string, std::string> kUcxTcp{
+    {"STRATA_TRANSPORT", "ucx"}, {"UCX_TLS", "tcp,self"}, {"UCX_NET_DEVICES", "lo"}};
+
+std::map<std::string, std::string> with(std::map<std::string, std::string> a, const std::map<std::string, std::string>& b) {
+  for (auto& [k, v] : b) a[k] = v;
+  return a;
+}
+
+struct Config {
+  std::string name;
+  int n;
+  std::map<std::string, std::string> env;
+  std::vector<std::string> args;
+};
+
+std::ostream& operator<<(std::ostream& o, const Config& c) { return o << c.name; }
+
+class UcxCollectives : public ::testing::TestWithParam<Config> {};
+
+TEST_P(UcxCollectives, AllRanksPass) {
+  const Config& c = GetParam();
+  std::map<std::string, std::string> env = c.env;
+  env["STRATA_TIMEOUT"] = "60";
+  std::vector<std::string> argv{STRATA_RUN_PATH, "-n", std::to_string(c.n), "--", STRATA_WORKER_PATH};
+  argv.insert(argv.end(), c.args.begin(), c.args.end());
+  std::string cmd;
+  for (auto& [k, v] : env) cmd += k + "=" + v + " ";
+  for (auto& a : argv) cmd += a + " ";
+  auto r = run_one(argv, env, 240);
+  auto summaries = lines_containing(r.out, "strata-test-worker rank");
+  for (auto& l : summaries) std::cout << l << "\n";
+  std::cout << "[" << c.name << "] " << r.describe() << "\n";
+  ASSERT_TRUE(r.exited && r.exit_code == 0 && !r.killed_by_deadline)
+      << "command: " << cmd << "\n" << r.describe() << "\noutput:\n" << tail(r.out);
+  ASSERT_EQ(static_cast<int>(summaries.size()), c.n) << "command: " << cmd << "\noutput:\n" << tail(r.out);
+  for (auto& l : summaries) EXPECT_NE(l.find(" 0 failed"), std::string::npos) << l;
+}
+
+std::vector<Config> configs() {
+  std::vector<Config> v;
+  // Over UCX's shared memory (posix/sysv FIFOs, cma for large messages).
+  v.push_back({"sm_n2", 2, kUcxSm, {"--quick", "--medium"}});
+  v.push_back({"sm_n3", 3, kUcxSm, {"--quick", "--medium"}});
+  v.push_back({"sm_n4", 4, kUcxSm, {"--quick", "--medium"}});
+  v.push_back({"sm_n7", 7, kUcxSm, {"--quick"}});
+  v.push_back({"sm_big_n2", 2, kUcxSm, {"--big", "--colls=all_reduce,all_gather,broadcast"}});
+  // Small messages and a single staging chunk: many chunks per transfer, reducing receives
+  // that wait for the staging buffer.
+  v.push_back({"sm_tiny_n3", 3,
+               with(kUcxSm, {{"STRATA_UCX_CHUNK_BYTES", "4096"}, {"STRATA_UCX_STAGING_CHUNKS", "1"},
+                             {"STRATA_CHUNK_BYTES", "4096"}}),
+               {"--quick", "--medium", "--no-misc"}});
+  // Over UCX's tcp on loopback.
+  v.push_back({"tcp_n2", 2, kUcxTcp, {"--quick", "--medium"}});
+  v.push_back({"tcp_n3", 3, kUcxTcp, {"--quick"}});
+  v.push_back({"tcp_n4", 4, kUcxTcp, {"--quick", "--medium"}});
+  v.push_back({"tcp_big_n3", 3, kUcxTcp, {"--big", "--colls=all_reduce,reduce_scatter"}});
+  // Each algorithm forced, so every plan shape runs over ucx.
+  for (std::string algo : {"ring", "tree", "recursive_doubling", "direct"})
+    v.push_back({"sm_algo_" + algo + "_n3", 3, with(kUcxSm, {{"STRATA_ALGO", algo}}), {"--quick", "--no-misc"}});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Run, UcxCollectives, ::testing::ValuesIn(configs()),
+                         [](const ::testing::TestParamInfo<Config>& i) { return i.param.name; });
+
+// ---------------------------------------------------------------- ranks spawned directly
+
+struct Job {
+  std::vector<ProcResult> ranks;
+  double wall_s = 0;
+  std::string dump() const {
+    std::string s;
+    for (size_t r = 0; r < ranks.size(); ++r)
+      s += "---- rank " + std::to_string(r) + ": " + ranks[r].describe() + "\n" + tail(ranks[r].err + ranks[r].out, 3000);
+    return s;
+  }
+};
+
+// One process per rank (not strata-run, which would stop the survivors), each with the
+// common environment plus its own.
+Job spawn(const std::vector<std::string>& argv, int n, const std::map<std::string, std::string>& env,
+          const std::vector<std::map<std::string, std::string>>& per_rank, double deadline_s) {
+  int port = free_port();
+  std::string secret = random_secret_hex();
+  std::vector<SpawnSpec> specs;
+  for (int r = 0; r < n; ++r) {
+    std::map<std::string, std::string> e = env;
+    if (r < static_cast<int>(per_rank.size())) e = with(e, per_rank[r]);
+    e["STRATA_RANK"] = std::to_string(r);
+    e["STRATA_WORLD_SIZE"] = std::to_string(n);
+    e["STRATA_ROOT"] = "127.0.0.1:" + std::to_string(port);
+    e["STRATA_SECRET"] = secret;
+    specs.push_back({argv, make_env(e), false});
+  }
+  Job j;
+  double t0 = now_s();
+  j.ranks = run_all(specs, deadline_s);
+  j.wall_s = now_s() - t0;
+  return j;
+}
+
+std::string marker_line(const ProcResult& p, const std::string& marker) {
+  for (auto& l : lines_containing(p.err, marker))
+    if (l.rfind(marker, 0) == 0) return l;
+  return "";
+}
+std::string field(const std::string& line, const std::string& key) {
+  auto k = line.find(" " + key + "=");
+  if (k == std::string::npos) return "";
+  k += key.size() + 2;
+  if (key == "msg") return line.substr(k);
+  return line.substr(k, line.find(' ', k) - k);
+}
+double num(const std::string& s) { return s.empty() ? -1 : std::stod(s); }
+bool names_rank(const std::string& msg, int r) {
+  std::regex re("(rank|peer)[^0-9a-z]{0,3}" + std::to_string(r) + "([^0-9]|$)", std::regex::icase);
+  return std::regex_search(msg, re);
+}
+
+// Rank 2 SIGKILLs itself ~100 ms into a loop of 64 MiB all_reduces: every survivor must
+// catch a PeerError/TimeoutError naming rank 2 well within STRATA_TIMEOUT, later calls must
+// throw and destroy() must return.
+void killed_rank(const std::map<std::string, std::string>& env, const std::vector<std::map<std::string, std::string>>& per_rank) {
+  const int T = 20, n = 4;
+  auto e = with(env, {{"STRATA_TIMEOUT", std::to_string(T)}});
+  Job j = spawn({STRATA_FAILURE_WORKER_PATH, "killed"}, n, e, per_rank, T + 30);
+  std::cout << "wall " << j.wall_s << " s\n";
+  ASSERT_EQ(j.ranks.size(), size_t(n));
+  EXPECT_EQ(j.ranks[2].term_signal, SIGKILL) << j.dump();
+  for (int r : {0, 1, 3}) {
+    const ProcResult& p = j.ranks[r];
+    std::string caught = marker_line(p, "CAUGHT");
+    std::cout << "rank " << r << ": " << p.describe() << "\n  " << caught << "\n";
+    EXPECT_FALSE(p.killed_by_deadline) << "rank " << r << " hung\n" << j.dump();
+    EXPECT_TRUE(p.exited && p.exit_code == 3) << "rank " << r << ": " << p.describe() << "\n" << j.dump();
+    EXPECT_LT(p.elapsed_s, T + 5.0) << "rank " << r << " took too long\n" << j.dump();
+    ASSERT_FALSE(caught.empty()) << "rank " << r << " caught no strata::Error\n" << j.dump();
+    std::string cls = field(caught, "class");
+    EXPECT_TRUE(cls == "PeerError" || cls == "TimeoutError") << caught;
+    EXPECT_TRUE(names_rank(field(caught, "msg"), 2)) << "rank " << r << ": message does not name rank 2: " << caught;
+    EXPECT_EQ(field(caught, "peer"), "2") << caught;
+    EXPECT_LT(num(field(caught, "after")), 10.0) << "rank " << r << " noticed late: " << caught;
+    EXPECT_FALSE(marker_line(p, "SECOND-CALL-THREW").empty()) << "rank " << r << ": a later call did not throw\n" << p.err;
+    std::string d = marker_line(p, "DESTROY-RETURNED");
+    if (d.empty()) d = marker_line(p, "DESTROY-THREW");
+    ASSERT_FALSE(d.empty()) << "rank " << r << ": destroy() did not return\n" << p.err;
+    EXPECT_LT(num(field(d, "after")), 5.0) << d;
+  }
+}
+
+// Same host: UCX's shared memory has no peer-failure support, so the engine's control
+// sockets catch the dead process.
+TEST(UcxFailure, KilledRankOverSharedMemory) { killed_rank(kUcxSm, {}); }
+
+// Each rank a different "host" (STRATA_HOST): endpoints use UCP_ERR_HANDLING_MODE_PEER over
+// tcp, so UCX itself reports the lost peer too.
+// Disabled: about 1 run in 8, UCX 1.13's tcp transport aborts the surviving process
+// (uct_iface.h:884 "Assertion `comp->count > 0' failed", status -80) inside
+// ucp_worker_progress when a peer dies mid-transfer, instead of reporting the endpoint
+// error. Until Strata guards against it, a dead peer over ucx+tcp can kill a survivor.
+// Run it with --gtest_also_run_disabled_tests.
+TEST(UcxFailure, DISABLED_KilledRankOverTcpBetweenHosts) {
+  std::vector<std::map<std::string, std::string>> hosts;
+  for (int r = 0; r < 4; ++r) hosts.push_back({{"STRATA_HOST", "ucx-host-" + std::to_string(r)}});
+  killed_rank(kUcxTcp, hosts);
+}
+
+// abort() from another thread while rank 0 waits in an all_reduce: the waiter wakes with
+// an error, ranks 1 and 2 fail promptly naming rank 0, nobody crashes in UCX teardown.
+TEST(UcxFailure, AbortWakesWaiterAndPeers) {
+  Job j = spawn({STRATA_FAILURE_WORKER_PATH, "abort"}, 3, with(kUcxSm, {{"STRATA_TIMEOUT", "20"}}), {}, 40);
+  std::cout << "wall " << j.wall_s << " s\n";
+  for (int r = 0; r < 3; ++r) {
+    const ProcResult& p = j.ranks[r];
+    std::string caught = marker_line(p, "CAUGHT");
+    std::cout << "rank " << r << ": " << p.describe() << "\n  " << caught << "\n";
+    EXPECT_FALSE(p.killed_by_deadline) << j.dump();
+    EXPECT_TRUE(p.exited && p.exit_code == 3) << "rank " << r << ": " << p.describe() << "\n" << j.dump();
+    ASSERT_FALSE(caught.empty()) << j.dump();
+    if (r > 0) {
+      EXPECT_TRUE(names_rank(field(caught, "msg"), 0)) << caught;
+      EXPECT_LT(num(field(caught, "after")), 5.0) << caught;
+    }
+    EXPECT_TRUE(marker_line(p, "WRONG-RESULT").empty()) << j.dump();
+    EXPECT_FALSE(marker_line(p, "DESTROY-RETURNED").empty() && marker_line(p, "DESTROY-THREW").empty()) << j.dump();
+  }
+}
+
+// Between hosts without RDMA the default stays tcp, and the INFO log says why.
+TEST(UcxSelection, DefaultBetweenHostsWithoutRdmaIsTcp) {
+  std::vector<std::map<std::string, std::string>> hosts{{{"STRATA_HOST", "sel-a"}}, {{"STRATA_HOST", "sel-b"}}};
+  Job j = spawn({STRATA_WORKER_PATH, "--quick", "--no-misc", "--colls=all_reduce", "--types=float", "--ops=sum"}, 2,
+                {{"STRATA_DEBUG", "INFO"}, {"STRATA_TIMEOUT", "30"}}, hosts, 60);
+  for (int r = 0; r < 2; ++r) {
+    const ProcResult& p = j.ranks[r];
+    std::string all = p.out + p.err;
+    ASSERT_TRUE(p.exited && p.exit_code == 0) << j.dump();
+    EXPECT_FALSE(lines_containing(all, "via tcp").empty()) << j.dump();
+    EXPECT_TRUE(lines_containing(all, "via ucx").empty()) << j.dump();
+    EXPECT_FALSE(lines_containing(all, "no RDMA-capable device").empty()) << "no INFO line about UCX\n" << j.dump();
+    // Said once per process, not per communicator or peer.
+    EXPECT_EQ(lines_containing(all, "the ibverbs transport is not available").size(), 1u) << j.dump();
+  }
+}
+
+// STRATA_TRANSPORT=ucx on one rank only: every rank fails creation with an error naming
+// the difference, none hangs or crashes.
+TEST(UcxSelection, TransportMismatchBetweenRanksIsAClearError) {
+  Job j = spawn({STRATA_WORKER_PATH, "--quick"}, 3, {{"STRATA_TIMEOUT", "20"}}, {{}, {{"STRATA_TRANSPORT", "ucx"}}}, 40);
+  for (int r = 0; r < 3; ++r) {
+    const ProcResult& p = j.ranks[r];
+    std::string all = p.out + p.err;
+    EXPECT_FALSE(p.killed_by_deadline) << j.dump();
+    EXPECT_TRUE(p.exited && p.exit_code != 0) << j.dump();
+    EXPECT_NE(all.find("STRATA_TRANSPORT is"), std::string::npos) << j.dump();
+    EXPECT_NE(all.find("set the same value on every rank"), std::string::npos) << j.dump();
+  }
+}
+
+}  // namespace

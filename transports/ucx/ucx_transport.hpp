@@ -1,0 +1,34 @@
+// UCX transport: what connection setup (src/mesh.cpp) needs. One Setup per communicator
+// owns the UCP context and worker shared by that communicator's links; each peer's link is
+// made from the worker address it sent over the control socket.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "env.hpp"
+#include "transports/transport.hpp"
+
+namespace strata::ucx {
+
+// Strata was built with UCX (libucp found at configure time).
+bool built();
+// UCX offers an RDMA transport (rc/dc/ud over InfiniBand or RoCE) on this host. Probed
+// once per process and cached; false when built without UCX.
+bool rdma_capable();
+
+class Setup {
+ public:
+  // Creates the communicator's UCP context and worker. Throws SystemError when UCX cannot
+  // be initialised (or Strata was built without it).
+  static std::unique_ptr<Setup> create(int rank, int nranks, const Config& cfg);
+  virtual ~Setup() = default;
+  // The bytes to send to `peer` over the control socket (this worker's address).
+  virtual std::vector<char> local_info(int peer) = 0;
+  // The link to `peer`, from what it sent; `same_host`: the peer shares this host.
+  virtual std::unique_ptr<Link> connect(int peer, const std::vector<char>& remote, bool same_host) = 0;
+  // Describes the link for the INFO line, e.g. "chunk 1048576".
+  virtual const char* describe() const = 0;
+};
+
+}  // namespace strata::ucx
