@@ -34,30 +34,32 @@ __m128i float_to_bf16x8(__m256 f) {
 }
 }  // namespace
 
-template <typename Op>
-void half_kernel(void* dst, const void* src, size_t n) {
+__m256 load_half(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+void store_half(uint16_t* p, __m256 v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+__m256 load_bf16(const uint16_t* p) { return bf16x8_to_float(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+void store_bf16(uint16_t* p, __m256 v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), float_to_bf16x8(v)); }
+
+// Eight values at a time through fp32, the tail one at a time with the same rounding.
+template <__m256 (*Load)(const uint16_t*), void (*Store)(uint16_t*, __m256), float (*ToF)(uint16_t),
+          uint16_t (*FromF)(float), typename Op>
+void kernel16(void* dst, const void* src, size_t n) {
   auto* d = static_cast<uint16_t*>(dst);
   auto* s = static_cast<const uint16_t*>(src);
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 a = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d + i)));
-    __m256 b = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm256_cvtps_ph(apply<Op>(a, b), _MM_FROUND_TO_NEAREST_INT));
-  }
-  kernel16_scalar<half_to_float, float_to_half, Op>(d + i, s + i, n - i);
+  for (; i + 8 <= n; i += 8) Store(d + i, apply<Op>(Load(d + i), Load(s + i)));
+  kernel16_scalar<ToF, FromF, Op>(d + i, s + i, n - i);
+}
+
+template <typename Op>
+void half_kernel(void* dst, const void* src, size_t n) {
+  kernel16<load_half, store_half, half_to_float, float_to_half, Op>(dst, src, n);
 }
 
 template <typename Op>
 void bf16_kernel(void* dst, const void* src, size_t n) {
-  auto* d = static_cast<uint16_t*>(dst);
-  auto* s = static_cast<const uint16_t*>(src);
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 a = bf16x8_to_float(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d + i)));
-    __m256 b = bf16x8_to_float(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), float_to_bf16x8(apply<Op>(a, b)));
-  }
-  kernel16_scalar<bf16_to_float, float_to_bf16, Op>(d + i, s + i, n - i);
+  kernel16<load_bf16, store_bf16, bf16_to_float, float_to_bf16, Op>(dst, src, n);
 }
 
 ReduceFn reduce_fn(DataType type, ReduceOp op) { return table_lookup(type, op); }

@@ -9,63 +9,16 @@
 #include <string>
 #include <vector>
 
-#include "test_proc.hpp"
+#include "failure_job.hpp"
 
 using namespace strata_test;
 
 namespace {
 
-struct Job {
-  std::vector<ProcResult> ranks;
-  double wall_s = 0;
-  std::string dump() const {
-    std::string s;
-    for (size_t r = 0; r < ranks.size(); ++r)
-      s += "---- rank " + std::to_string(r) + ": " + ranks[r].describe() + "\n" +
-           tail(ranks[r].err + ranks[r].out, 3000);
-    return s;
-  }
-};
-
 Job spawn_job(int n, const std::string& mode, int timeout_s,
               const std::map<std::string, std::string>& extra_env, double deadline_s) {
-  int port = free_port();
-  std::string secret = random_secret_hex();
-  std::vector<SpawnSpec> specs;
-  for (int r = 0; r < n; ++r) {
-    std::map<std::string, std::string> env = extra_env;
-    env["STRATA_RANK"] = std::to_string(r);
-    env["STRATA_WORLD_SIZE"] = std::to_string(n);
-    env["STRATA_ROOT"] = "127.0.0.1:" + std::to_string(port);
-    env["STRATA_SECRET"] = secret;
-    env["STRATA_TIMEOUT"] = std::to_string(timeout_s);
-    specs.push_back({{STRATA_FAILURE_WORKER_PATH, mode}, make_env(env), false});
-  }
-  Job j;
-  double t0 = now_s();
-  j.ranks = run_all(specs, deadline_s);
-  j.wall_s = now_s() - t0;
-  return j;
-}
-
-// The first stderr line starting with `marker`, or "".
-std::string marker_line(const ProcResult& p, const std::string& marker) {
-  for (auto& l : lines_containing(p.err, marker))
-    if (l.rfind(marker, 0) == 0) return l;
-  return "";
-}
-std::string field(const std::string& line, const std::string& key) {
-  auto k = line.find(" " + key + "=");
-  if (k == std::string::npos) return "";
-  k += key.size() + 2;
-  if (key == "msg") return line.substr(k);
-  return line.substr(k, line.find(' ', k) - k);
-}
-double num(const std::string& s) { return s.empty() ? -1 : std::stod(s); }
-
-bool names_rank(const std::string& msg, int r) {
-  std::regex re("(rank|peer)[^0-9a-z]{0,3}" + std::to_string(r) + "([^0-9]|$)", std::regex::icase);
-  return std::regex_search(msg, re);
+  return spawn({STRATA_FAILURE_WORKER_PATH, mode}, n, with(extra_env, {{"STRATA_TIMEOUT", std::to_string(timeout_s)}}),
+               {}, deadline_s);
 }
 
 // Common checks for a survivor that caught an error: later calls throw promptly and

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "test_proc.hpp"
+#include "failure_job.hpp"
 
 using namespace strata_test;
 
@@ -20,10 +20,6 @@ const std::map<std::string, std::string> kUcxSm{{"STRATA_TRANSPORT", "ucx"}, {"U
 const std::map<std::string, std::string> kUcxTcp{
     {"STRATA_TRANSPORT", "ucx"}, {"UCX_TLS", "tcp,self"}, {"UCX_NET_DEVICES", "lo"}};
 
-std::map<std::string, std::string> with(std::map<std::string, std::string> a, const std::map<std::string, std::string>& b) {
-  for (auto& [k, v] : b) a[k] = v;
-  return a;
-}
 
 struct Config {
   std::string name;
@@ -84,58 +80,6 @@ INSTANTIATE_TEST_SUITE_P(Run, UcxCollectives, ::testing::ValuesIn(configs()),
                          [](const ::testing::TestParamInfo<Config>& i) { return i.param.name; });
 
 // ---------------------------------------------------------------- ranks spawned directly
-
-struct Job {
-  std::vector<ProcResult> ranks;
-  double wall_s = 0;
-  std::string dump() const {
-    std::string s;
-    for (size_t r = 0; r < ranks.size(); ++r)
-      s += "---- rank " + std::to_string(r) + ": " + ranks[r].describe() + "\n" + tail(ranks[r].err + ranks[r].out, 3000);
-    return s;
-  }
-};
-
-// One process per rank (not strata-run, which would stop the survivors), each with the
-// common environment plus its own.
-Job spawn(const std::vector<std::string>& argv, int n, const std::map<std::string, std::string>& env,
-          const std::vector<std::map<std::string, std::string>>& per_rank, double deadline_s) {
-  int port = free_port();
-  std::string secret = random_secret_hex();
-  std::vector<SpawnSpec> specs;
-  for (int r = 0; r < n; ++r) {
-    std::map<std::string, std::string> e = env;
-    if (r < static_cast<int>(per_rank.size())) e = with(e, per_rank[r]);
-    e["STRATA_RANK"] = std::to_string(r);
-    e["STRATA_WORLD_SIZE"] = std::to_string(n);
-    e["STRATA_ROOT"] = "127.0.0.1:" + std::to_string(port);
-    e["STRATA_SECRET"] = secret;
-    specs.push_back({argv, make_env(e), false});
-  }
-  Job j;
-  double t0 = now_s();
-  j.ranks = run_all(specs, deadline_s);
-  j.wall_s = now_s() - t0;
-  return j;
-}
-
-std::string marker_line(const ProcResult& p, const std::string& marker) {
-  for (auto& l : lines_containing(p.err, marker))
-    if (l.rfind(marker, 0) == 0) return l;
-  return "";
-}
-std::string field(const std::string& line, const std::string& key) {
-  auto k = line.find(" " + key + "=");
-  if (k == std::string::npos) return "";
-  k += key.size() + 2;
-  if (key == "msg") return line.substr(k);
-  return line.substr(k, line.find(' ', k) - k);
-}
-double num(const std::string& s) { return s.empty() ? -1 : std::stod(s); }
-bool names_rank(const std::string& msg, int r) {
-  std::regex re("(rank|peer)[^0-9a-z]{0,3}" + std::to_string(r) + "([^0-9]|$)", std::regex::icase);
-  return std::regex_search(msg, re);
-}
 
 // Rank 2 SIGKILLs itself ~100 ms into a loop of 64 MiB all_reduces: every survivor must
 // catch a PeerError/TimeoutError naming rank 2 well within STRATA_TIMEOUT, later calls must
