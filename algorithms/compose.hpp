@@ -25,12 +25,12 @@ inline void append_round(Plan& p, const Plan& sub, size_t round, const Placement
     Step s = sub.steps[i];
     if (s.kind == StepKind::finalize && !at.keep_finalize) continue;
     if (s.peer >= 0) s.peer = at.peers[static_cast<size_t>(s.peer)];
-    if (s.kind == StepKind::send || s.kind == StepKind::copy || s.kind == StepKind::reduce) s.src = place(s.src);
+    if (s.kind != StepKind::recv && s.kind != StepKind::finalize) s.src = place(s.src);
     if (s.kind != StepKind::send) s.dst = place(s.dst);
     switch (s.kind) {
       case StepKind::send: p.send(s.peer, s.src, s.count); break;
       case StepKind::recv: p.recv(s.peer, s.dst, s.count); break;
-      case StepKind::recv_reduce: p.recv_reduce(s.peer, s.dst, s.count); break;
+      case StepKind::recv_reduce: p.recv_reduce(s.peer, s.src, s.dst, s.count); break;
       case StepKind::copy: p.copy(s.src, s.dst, s.count); break;
       case StepKind::reduce: p.reduce(s.src, s.dst, s.count); break;
       case StepKind::finalize: p.finalize(s.dst, s.count); break;

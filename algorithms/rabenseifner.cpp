@@ -14,18 +14,22 @@ Plan rabenseifner_plan(const CollArgs& a) {
   while (pow2 * 2 <= n) pow2 *= 2;
   const int rem = n - pow2;
   const size_t c = a.count;
-  const Ref out{Buf::output, 0};
+  const Ref in{Buf::input, 0}, out{Buf::output, 0};
+  // The input is never copied: the first reduction of each block reads it where it is and
+  // writes the output; later steps work on the output.
+  bool partial_in_out = false;
   p.new_round();
-  p.copy({Buf::input, 0}, out, c);
+  if (n == 1) p.copy(in, out, c);
   int me = -1;  // rank among the pow2 that take part
   if (r < 2 * rem) {
-    if (r % 2 == 0) p.send(r + 1, out, c);
-    else p.recv_reduce(r - 1, out, c), me = r / 2;
+    if (r % 2 == 0) p.send(r + 1, in, c);
+    else p.recv_reduce(r - 1, in, out, c), me = r / 2, partial_in_out = true;
   } else {
     me = r - rem;
   }
   auto real = [&](int q) { return q < rem ? 2 * q + 1 : q + rem; };
   auto at = [&](int block) { return Ref{Buf::output, block_begin(c, pow2, block)}; };
+  auto cur = [&](int block) { return partial_in_out ? at(block) : Ref{Buf::input, block_begin(c, pow2, block)}; };
   auto span = [&](int lo, int hi) { return block_begin(c, pow2, hi) - block_begin(c, pow2, lo); };
   if (me >= 0) {
     int lo = 0, hi = pow2;  // blocks this rank is still responsible for
@@ -33,14 +37,15 @@ Plan rabenseifner_plan(const CollArgs& a) {
       int mid = (lo + hi) / 2, partner = real(me ^ mask);
       p.new_round();
       if (me & mask) {  // keep the upper half
-        p.send(partner, at(lo), span(lo, mid));
-        p.recv_reduce(partner, at(mid), span(mid, hi));
+        p.send(partner, cur(lo), span(lo, mid));
+        p.recv_reduce(partner, cur(mid), at(mid), span(mid, hi));
         lo = mid;
       } else {
-        p.send(partner, at(mid), span(mid, hi));
-        p.recv_reduce(partner, at(lo), span(lo, mid));
+        p.send(partner, cur(mid), span(mid, hi));
+        p.recv_reduce(partner, cur(lo), at(lo), span(lo, mid));
         hi = mid;
       }
+      partial_in_out = true;
     }
     p.new_round();
     p.finalize(at(lo), span(lo, hi));  // block `me`, fully reduced

@@ -6,19 +6,22 @@ namespace strata {
 
 namespace {
 
-// In-place ring reduce-scatter then all-gather on the output buffer.
+// Ring reduce-scatter then all-gather into the output buffer. The input is never copied:
+// the first send reads it, and every receive reduces the input's block with the incoming
+// one straight into the output (each block is received-and-reduced once per rank).
 Plan all_reduce(const CollArgs& a) {
   Plan p;
   p.algo = "ring";
   const int n = a.nranks, r = a.rank, next = mod(r + 1, n), prev = mod(r - 1, n);
+  auto in = [&](int i) { return Ref{Buf::input, block_begin(a.count, n, mod(i, n))}; };
   auto blk = [&](int i) { return Ref{Buf::output, block_begin(a.count, n, mod(i, n))}; };
   auto len = [&](int i) { return block_size(a.count, n, mod(i, n)); };
   p.new_round();
-  p.copy({Buf::input, 0}, {Buf::output, 0}, a.count);
+  if (n == 1) p.copy({Buf::input, 0}, {Buf::output, 0}, a.count);
   for (int s = 0; s < n - 1; ++s) {
     if (s) p.new_round();
-    p.send(next, blk(r - s), len(r - s));
-    p.recv_reduce(prev, blk(r - s - 1), len(r - s - 1));
+    p.send(next, s == 0 ? in(r) : blk(r - s), len(r - s));
+    p.recv_reduce(prev, in(r - s - 1), blk(r - s - 1), len(r - s - 1));
   }
   // This rank now owns the reduced block r+1.
   for (int s = 0; s < n - 1; ++s) {
@@ -51,9 +54,8 @@ Plan reduce_scatter(const CollArgs& a) {
     if (s) p.new_round();
     bool last = s == n - 2;
     Ref into = last ? Ref{Buf::output, 0} : acc(s);
-    p.copy(in(r - s - 2), into, c);
     p.send(next, s == 0 ? in(r - 1) : acc(s - 1), c);
-    p.recv_reduce(prev, into, c);
+    p.recv_reduce(prev, in(r - s - 2), into, c);
   }
   p.new_round();
   p.finalize({Buf::output, 0}, c);
@@ -110,19 +112,25 @@ Plan reduce(const CollArgs& a) {
   const int d = n - 1 - pos;  // the root is the chain's head, distance n-1 from its tail
   const int to = mod(a.rank - 1, n), from = mod(a.rank + 1, n);
   const bool root = pos == 0;
+  // Each received chunk is reduced with the input's chunk into the accumulator (the root's
+  // output); the tail sends its input as it is. Nothing is copied first.
   const Buf accb = root ? Buf::output : Buf::scratch;
-  if (!root) p.need_scratch(a.count);
+  if (!root && d > 0) p.need_scratch(a.count);
   const size_t chunk = std::max<size_t>(a.chunk_count, 1);
   const size_t nchunks = (a.count + chunk - 1) / chunk;
   auto at = [&](size_t k) { return Ref{accb, k * chunk}; };
+  auto in = [&](size_t k) { return Ref{Buf::input, k * chunk}; };
   auto len = [&](size_t k) { return std::min(chunk, a.count - k * chunk); };
   p.new_round();
-  p.copy({Buf::input, 0}, {accb, 0}, a.count);
+  if (n == 1) p.copy({Buf::input, 0}, {Buf::output, 0}, a.count);
   size_t rounds = nchunks + static_cast<size_t>(n) - 2;
   for (size_t t = 0; n > 1 && t < rounds; ++t) {
     if (t) p.new_round();
-    if (d > 0 && t + 1 >= static_cast<size_t>(d) && t + 1 - d < nchunks) p.recv_reduce(from, at(t + 1 - d), len(t + 1 - d));
-    if (!root && t >= static_cast<size_t>(d) && t - d < nchunks) p.send(to, at(t - d), len(t - d));
+    if (d > 0 && t + 1 >= static_cast<size_t>(d) && t + 1 - d < nchunks) {
+      size_t k = t + 1 - d;
+      p.recv_reduce(from, in(k), at(k), len(k));
+    }
+    if (!root && t >= static_cast<size_t>(d) && t - d < nchunks) p.send(to, d == 0 ? in(t - d) : at(t - d), len(t - d));
   }
   if (root) {
     p.new_round();

@@ -73,14 +73,14 @@ void Engine::run_round(const Plan& plan, size_t round, const Buffers& bufs, Data
   active_.clear();
   for (size_t i = plan.round_begin[round]; i < plan.round_end(round); ++i) {
     const Step& s = plan.steps[i];
-    char* src = s.kind == StepKind::send || s.kind == StepKind::copy || s.kind == StepKind::reduce ? at(bufs, s.src, esz) : nullptr;
+    char* src = s.kind != StepKind::recv && s.kind != StepKind::finalize ? at(bufs, s.src, esz) : nullptr;
     char* dst = s.kind != StepKind::send ? at(bufs, s.dst, esz) : nullptr;
     size_t bytes = s.count * esz;
     switch (s.kind) {
       case StepKind::copy:
         if (src != dst) std::memmove(dst, src, bytes);
         break;
-      case StepKind::reduce: fn(dst, src, s.count); break;
+      case StepKind::reduce: fn(dst, dst, src, s.count); break;
       case StepKind::finalize: finalize(dst, s.count, type, op, nranks_); break;
       case StepKind::send:
       case StepKind::recv:
@@ -88,7 +88,7 @@ void Engine::run_round(const Plan& plan, size_t round, const Buffers& bufs, Data
         Link* l = mesh_.links[static_cast<size_t>(s.peer)].get();
         if (!l) throw InternalError("plan step addresses this rank itself");
         if (s.kind == StepKind::send) l->post_send(src, bytes);
-        else l->post_recv(dst, bytes, s.kind == StepKind::recv_reduce ? fn : nullptr, esz);
+        else l->post_recv(dst, bytes, s.kind == StepKind::recv_reduce ? Reduction{fn, esz, src} : Reduction{});
         active_.push_back(l);
         break;
       }

@@ -24,7 +24,7 @@ struct Ref {
 enum class StepKind : uint8_t {
   send,         // src -> peer
   recv,         // peer -> dst
-  recv_reduce,  // dst = dst (op) data from peer
+  recv_reduce,  // dst = src (op) data from peer; src is dst itself or disjoint from it
   copy,         // src -> dst (skipped when they are the same memory)
   reduce,       // dst = dst (op) src, local
   finalize,     // the op's last step on dst (avg: divide by the number of ranks)
@@ -51,7 +51,9 @@ struct Plan {
   void new_round() { round_begin.push_back(static_cast<uint32_t>(steps.size())); }
   void send(int peer, Ref src, size_t n) { add({StepKind::send, peer, src, {}, n}); }
   void recv(int peer, Ref dst, size_t n) { add({StepKind::recv, peer, {}, dst, n}); }
-  void recv_reduce(int peer, Ref dst, size_t n) { add({StepKind::recv_reduce, peer, {}, dst, n}); }
+  void recv_reduce(int peer, Ref dst, size_t n) { recv_reduce(peer, dst, dst, n); }
+  // dst = local (op) incoming: the local operand is read where it is, not copied to dst first.
+  void recv_reduce(int peer, Ref local, Ref dst, size_t n) { add({StepKind::recv_reduce, peer, local, dst, n}); }
   void copy(Ref src, Ref dst, size_t n) { add({StepKind::copy, -1, src, dst, n}); }
   void reduce(Ref src, Ref dst, size_t n) { add({StepKind::reduce, -1, src, dst, n}); }
   void finalize(Ref dst, size_t n) { add({StepKind::finalize, -1, {}, dst, n}); }

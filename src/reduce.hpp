@@ -1,4 +1,5 @@
-// Element-wise reduction kernels: dst[i] = dst[i] (op) src[i].
+// Element-wise reduction kernels: dst[i] = a[i] (op) b[i]. `dst` may be `a` itself (the
+// two-operand form); otherwise the three do not overlap.
 #pragma once
 
 #include <cstddef>
@@ -7,7 +8,7 @@
 
 namespace strata {
 
-using ReduceFn = void (*)(void* dst, const void* src, size_t count);
+using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t count);
 
 // avg reduces with sum; finalize() divides by the number of ranks at the end.
 ReduceFn reduce_fn(DataType type, ReduceOp op);

@@ -49,28 +49,36 @@ struct Min {
   template <typename T> T operator()(T a, T b) const { return b < a ? b : a; }
 };
 
-// Destination and source never overlap (the engine guarantees it), which lets the
-// compiler vectorise without run-time alias checks.
+// The operands never overlap except dst == a, and each case gets its own loop with
+// restrict pointers, so the compiler vectorises without run-time alias checks. Reading the
+// local operand from another buffer (dst != a) saves copying it into dst first.
 template <typename T, typename Op>
-void kernel(void* dst, const void* src, size_t n) {
-  T* __restrict d = static_cast<T*>(dst);
-  const T* __restrict s = static_cast<const T*>(src);
+void kernel(void* dst, const void* a, const void* b, size_t n) {
+  const T* __restrict y = static_cast<const T*>(b);
   Op op;
-  for (size_t i = 0; i < n; ++i) d[i] = op(d[i], s[i]);
+  if (dst == a) {
+    T* __restrict d = static_cast<T*>(dst);
+    for (size_t i = 0; i < n; ++i) d[i] = op(d[i], y[i]);
+  } else {
+    T* __restrict d = static_cast<T*>(dst);
+    const T* __restrict x = static_cast<const T*>(a);
+    for (size_t i = 0; i < n; ++i) d[i] = op(x[i], y[i]);
+  }
 }
 
-// 16-bit floats reduce in fp32 and round back to nearest even after every step.
+// 16-bit floats reduce in fp32 and round back to nearest even after every step. Element i
+// is read before it is written, so dst == a is safe.
 template <float (*ToF)(uint16_t), uint16_t (*FromF)(float), typename Op>
-void kernel16_scalar(uint16_t* __restrict d, const uint16_t* __restrict s, size_t n) {
+void kernel16_scalar(uint16_t* d, const uint16_t* x, const uint16_t* y, size_t n) {
   Op op;
-  for (size_t i = 0; i < n; ++i) d[i] = FromF(op(ToF(d[i]), ToF(s[i])));
+  for (size_t i = 0; i < n; ++i) d[i] = FromF(op(ToF(x[i]), ToF(y[i])));
 }
 
 // Provided by each instruction-set file: the 16-bit kernels (vector code where it can).
 template <typename Op>
-void half_kernel(void* dst, const void* src, size_t n);
+void half_kernel(void* dst, const void* a, const void* b, size_t n);
 template <typename Op>
-void bf16_kernel(void* dst, const void* src, size_t n);
+void bf16_kernel(void* dst, const void* a, const void* b, size_t n);
 
 template <typename Op>
 ReduceFn for_type(DataType t) {

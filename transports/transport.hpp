@@ -4,9 +4,11 @@
 // transfer; transfers in one direction complete in the order they were posted, so the
 // n-th send on one side matches the n-th receive of the same size on the other.
 // progress() moves whatever it can without blocking. A receive may carry a reduction:
-// the incoming bytes are then combined into the destination (dst = dst op incoming)
-// instead of overwriting it, which lets a transport reduce straight from its own
-// buffers. Transports know nothing about collectives.
+// the incoming bytes are then combined with a local operand into the destination
+// (dst = local op incoming) instead of overwriting it, which lets a transport reduce
+// straight from its own buffers, and the local operand may be another buffer (the
+// caller's input) so nobody copies it into dst first. Transports know nothing about
+// collectives.
 #pragma once
 
 #include <poll.h>
@@ -17,7 +19,21 @@
 
 namespace strata {
 
-using ReduceFn = void (*)(void* dst, const void* src, size_t count);
+using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t count);  // dst = a op b
+
+// What a reducing receive does with its bytes. Empty (fn == nullptr): a plain receive.
+struct Reduction {
+  ReduceFn fn = nullptr;
+  size_t elem_size = 1;
+  const char* local = nullptr;  // the local operand: the destination itself, or disjoint from it
+  explicit operator bool() const { return fn != nullptr; }
+  // The same reduction for the part of the receive that starts `off` bytes in.
+  Reduction from(size_t off) const { return {fn, elem_size, local ? local + off : nullptr}; }
+  // Reduces `bytes` of incoming data that belong `off` bytes into the receive at `dst`.
+  void apply(char* dst, size_t off, const void* incoming, size_t bytes) const {
+    fn(dst + off, local + off, incoming, bytes / elem_size);
+  }
+};
 
 class Link {
  public:
@@ -26,8 +42,8 @@ class Link {
   int peer() const { return peer_; }
 
   virtual void post_send(const void* buf, size_t bytes) = 0;
-  // reduce == nullptr: copy; else `bytes` is a multiple of elem_size.
-  virtual void post_recv(void* buf, size_t bytes, ReduceFn reduce, size_t elem_size) = 0;
+  // With a reduction, `bytes` is a multiple of its elem_size.
+  virtual void post_recv(void* buf, size_t bytes, const Reduction& reduce) = 0;
   // Returns true if any byte moved. Throws PeerError when the peer is gone.
   virtual bool progress() = 0;
   // Nothing posted is outstanding.

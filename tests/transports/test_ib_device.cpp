@@ -98,9 +98,9 @@ TEST(IbverbsDevice, LoopbackLinkTransfersAndReduces) {
   std::vector<float> x(n), y(n), z(n, 0.f), w(n);
   for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(i % 977), y[i] = static_cast<float>(i % 13), w[i] = 1.f;
   la->post_send(x.data(), n * sizeof(float));
-  lb->post_recv(z.data(), n * sizeof(float), nullptr, sizeof(float));
+  lb->post_recv(z.data(), n * sizeof(float), {});
   lb->post_send(y.data(), n * sizeof(float));
-  la->post_recv(w.data(), n * sizeof(float), strata::reduce_fn(strata::DataType::float32, strata::ReduceOp::sum), sizeof(float));
+  la->post_recv(w.data(), n * sizeof(float), {strata::reduce_fn(strata::DataType::float32, strata::ReduceOp::sum), sizeof(float), reinterpret_cast<const char*>(w.data())});
   auto t0 = now_s();
   while (!(la->idle() && lb->idle())) {
     la->progress();

@@ -156,8 +156,8 @@ TEST(IbLink, TransfersBothWaysStripedWithWrapAround) {
     for (size_t k = 0; k < sizes.size(); ++k) {
       p.a->post_send(out_a[k].data(), sizes[k]);
       p.b->post_send(out_b[k].data(), sizes[k]);
-      p.a->post_recv(in_a[k].data(), sizes[k], nullptr, 1);
-      p.b->post_recv(in_b[k].data(), sizes[k], nullptr, 1);
+      p.a->post_recv(in_a[k].data(), sizes[k], {});
+      p.b->post_recv(in_b[k].data(), sizes[k], {});
     }
     ASSERT_TRUE(p.run(rng)) << nqps << " queue pairs: stuck";
     EXPECT_EQ(p.net.violation, "");
@@ -175,7 +175,7 @@ TEST(IbLink, ReducingReceive) {
   std::vector<float> x = pattern(n, 1.f), y = pattern(n, 1000.f), expect(n);
   for (size_t i = 0; i < n; ++i) expect[i] = x[i] + y[i];
   p.a->post_send(x.data(), n * sizeof(float));
-  p.b->post_recv(y.data(), n * sizeof(float), reduce_fn(DataType::float32, ReduceOp::sum), sizeof(float));
+  p.b->post_recv(y.data(), n * sizeof(float), {reduce_fn(DataType::float32, ReduceOp::sum), sizeof(float), reinterpret_cast<const char*>(y.data())});
   ASSERT_TRUE(p.run(rng));
   EXPECT_EQ(p.net.violation, "");
   EXPECT_EQ(y, expect);
@@ -192,7 +192,7 @@ TEST(IbLink, SenderAheadOfReceiverWaitsForCredit) {
   }
   EXPECT_FALSE(p.a->idle());  // only 2 chunks fit before the receiver posts anything
   EXPECT_EQ(p.net.violation, "");
-  p.b->post_recv(got.data(), got.size(), nullptr, 1);
+  p.b->post_recv(got.data(), got.size(), {});
   ASSERT_TRUE(p.run(rng));
   EXPECT_EQ(got, big);
   EXPECT_EQ(p.net.violation, "");
@@ -224,6 +224,6 @@ TEST(IbLink, MismatchedSizesArePeerErrors) {
   Pair p(1, 4, 4096, 1);
   std::vector<char> s(100, 1), r(200, 0);
   p.a->post_send(s.data(), s.size());
-  p.b->post_recv(r.data(), r.size(), nullptr, 1);
+  p.b->post_recv(r.data(), r.size(), {});
   EXPECT_THROW(p.run(rng), PeerError);
 }

@@ -40,6 +40,7 @@ struct RankSim {
 struct Transfer {
   std::vector<Elem> data;  // send: snapshot at post time
   Elem* dst;               // recv
+  const Elem* local;       // recv_reduce: the local operand (dst itself or disjoint)
   size_t n;
   bool reduce;
   int* pending;
@@ -129,7 +130,7 @@ void run(const Case& c) {
             case StepKind::send: {
               Elem* src = s.at(st.src, st.count, "send");
               read.push_back({static_cast<size_t>(src - s.arena.data()), st.count});
-              sends[{r, st.peer}].push_back({std::vector<Elem>(src, src + st.count), nullptr, st.count, false, &s.pending});
+              sends[{r, st.peer}].push_back({std::vector<Elem>(src, src + st.count), nullptr, nullptr, st.count, false, &s.pending});
               ++s.pending;
               break;
             }
@@ -137,7 +138,17 @@ void run(const Case& c) {
             case StepKind::recv_reduce: {
               Elem* d = s.at(st.dst, st.count, "recv");
               written.push_back({static_cast<size_t>(d - s.arena.data()), st.count});
-              recvs[{st.peer, r}].push_back({{}, d, st.count, st.kind == StepKind::recv_reduce, &s.pending});
+              const Elem* local = nullptr;
+              if (st.kind == StepKind::recv_reduce) {
+                local = s.at(st.src, st.count, "recv_reduce operand");
+                // The operand is read while the round runs: it is the destination itself, or
+                // memory nothing in this round writes.
+                if (local != d) {
+                  EXPECT_TRUE(local + st.count <= d || d + st.count <= local) << "operand overlaps its destination";
+                  read.push_back({static_cast<size_t>(local - s.arena.data()), st.count});
+                }
+              }
+              recvs[{st.peer, r}].push_back({{}, d, local, st.count, st.kind == StepKind::recv_reduce, &s.pending});
               ++s.pending;
               break;
             }
@@ -162,7 +173,7 @@ void run(const Case& c) {
         q.pop_front();
         rq.pop_front();
         ASSERT_EQ(s.n, d.n) << "transfer " << key.first << "->" << key.second << " sizes differ";
-        for (size_t k = 0; k < s.n; ++k) d.dst[k] = d.reduce ? merge(d.dst[k], s.data[k]) : s.data[k];
+        for (size_t k = 0; k < s.n; ++k) d.dst[k] = d.reduce ? merge(d.local[k], s.data[k]) : s.data[k];
         --*s.pending;
         --*d.pending;
         progress = true;

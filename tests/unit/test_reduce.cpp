@@ -51,6 +51,16 @@ uint16_t ref_bf16(float f) {
   return dd < du ? down : du < dd ? up : ((down & 1) ? up : down);
 }
 
+// Both forms of a kernel: in place (dst == a) and three operands (dst separate, a untouched).
+template <typename T>
+void apply_both(ReduceFn fn, std::vector<T>& d, const std::vector<T>& s, const char* what, size_t n) {
+  std::vector<T> a = d, out(n);
+  fn(out.data(), a.data(), s.data(), n);
+  ASSERT_TRUE(a == d) << what << ": the three-operand form wrote its operand";
+  fn(d.data(), d.data(), s.data(), n);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(std::memcmp(&out[i], &d[i], sizeof(T)), 0) << what << ": the two forms differ at " << i;
+}
+
 template <typename T>
 void check(ReduceFn fn, DataType t, ReduceOp op, size_t n, std::mt19937& rng) {
   std::vector<T> d(n), s(n);
@@ -64,7 +74,7 @@ void check(ReduceFn fn, DataType t, ReduceOp op, size_t n, std::mt19937& rng) {
   }
   std::vector<T> want(n);
   for (size_t i = 0; i < n; ++i) want[i] = ref_op(d[i], s[i], op);
-  fn(d.data(), s.data(), n);
+  apply_both(fn, d, s, name(t), n);
   for (size_t i = 0; i < n; ++i) ASSERT_EQ(d[i], want[i]) << name(t) << " " << name(op) << " n=" << n << " i=" << i;
 }
 
@@ -76,7 +86,7 @@ void check16(ReduceFn fn, DataType t, ReduceOp op, size_t n, std::mt19937& rng) 
   std::vector<uint16_t> d(n), s(n), want(n);
   for (size_t i = 0; i < n; ++i) d[i] = from_f(u(rng)), s[i] = from_f(u(rng));
   for (size_t i = 0; i < n; ++i) want[i] = from_f(ref_op(to_f(d[i]), to_f(s[i]), op));
-  fn(d.data(), s.data(), n);
+  apply_both(fn, d, s, name(t), n);
   for (size_t i = 0; i < n; ++i) ASSERT_EQ(d[i], want[i]) << name(t) << " " << name(op) << " n=" << n << " i=" << i;
 }
 

@@ -22,12 +22,13 @@ IbLink::~IbLink() = default;
 
 void IbLink::post_send(const void* buf, size_t bytes) {
   char* p = const_cast<char*>(static_cast<const char*>(buf));
-  for (size_t off = 0; off < bytes; off += chunk_) sends_.push_back({p + off, std::min(chunk_, bytes - off), nullptr, 1});
+  for (size_t off = 0; off < bytes; off += chunk_) sends_.push_back({p + off, std::min(chunk_, bytes - off), {}});
 }
 
-void IbLink::post_recv(void* buf, size_t bytes, ReduceFn reduce, size_t elem_size) {
+void IbLink::post_recv(void* buf, size_t bytes, const Reduction& reduce) {
   char* p = static_cast<char*>(buf);
-  for (size_t off = 0; off < bytes; off += chunk_) recvs_.push_back({p + off, std::min(chunk_, bytes - off), reduce, elem_size});
+  for (size_t off = 0; off < bytes; off += chunk_)
+    recvs_.push_back({p + off, std::min(chunk_, bytes - off), reduce ? reduce.from(off) : Reduction{}});
 }
 
 void IbLink::fail(const Pair& p, const std::string& what) const {
@@ -92,7 +93,7 @@ bool IbLink::recv_some() {
                                   " bytes where " + std::to_string(c.len) +
                                   " were expected: mismatched send/receive sizes");
     const char* src = p.ops->recv_buf(slot);
-    if (c.reduce) c.reduce(c.buf, src, c.len / c.esz);
+    if (c.reduce) c.reduce.apply(c.buf, 0, src, c.len);
     else std::memcpy(c.buf, src, c.len);
     p.in.on_consume();
     recvs_.pop_front();

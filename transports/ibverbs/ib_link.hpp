@@ -58,7 +58,7 @@ class IbLink final : public Link {
   ~IbLink() override;
   const char* name() const override { return "ibverbs"; }
   void post_send(const void* buf, size_t bytes) override;
-  void post_recv(void* buf, size_t bytes, ReduceFn reduce, size_t elem_size) override;
+  void post_recv(void* buf, size_t bytes, const Reduction& reduce) override;
   bool progress() override;
   bool idle() const override;
 
@@ -74,8 +74,7 @@ class IbLink final : public Link {
   struct Chunk {
     char* buf;
     size_t len;
-    ReduceFn reduce;
-    size_t esz;
+    Reduction reduce;
   };
   [[noreturn]] void fail(const Pair& p, const std::string& what) const;
   bool poll_all();

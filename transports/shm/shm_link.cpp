@@ -122,7 +122,7 @@ ShmLink::ShmLink(int peer, ShmRing* out, ShmRing* in, std::shared_ptr<ShmSegment
   head_ = out_->head.load(std::memory_order_relaxed);
   tail_ = in_->tail.load(std::memory_order_relaxed);
   peer_pid_ = out_seg_->owner_pid();
-  direct_min_ = static_cast<size_t>(env_int("STRATA_SHM_DIRECT_BYTES", 64 << 10, 0, 1LL << 40));
+  direct_min_ = static_cast<size_t>(env_int("STRATA_SHM_DIRECT_BYTES", 0, 0, 1LL << 40));
   // Prove we may read the peer's memory (ptrace rules, containers); tell the peer through
   // the ring it writes to, before any transfer, so both sides choose the same protocol.
   uint64_t got = 0;
@@ -134,13 +134,13 @@ ShmLink::ShmLink(int peer, ShmRing* out, ShmRing* in, std::shared_ptr<ShmSegment
 }
 
 void ShmLink::post_send(const void* buf, size_t bytes) {
-  Transfer t{const_cast<char*>(static_cast<const char*>(buf)), bytes, 0, nullptr, 1};
+  Transfer t{const_cast<char*>(static_cast<const char*>(buf)), bytes, 0, {}};
   t.direct = direct_min_ > 0 && bytes >= direct_min_ && out_->direct_ok.load(std::memory_order_acquire);
   sends_.push_back(t);
 }
 
-void ShmLink::post_recv(void* buf, size_t bytes, ReduceFn reduce, size_t elem_size) {
-  Transfer t{static_cast<char*>(buf), bytes, 0, reduce, elem_size};
+void ShmLink::post_recv(void* buf, size_t bytes, const Reduction& reduce) {
+  Transfer t{static_cast<char*>(buf), bytes, 0, reduce};
   t.direct = we_read_direct_ && bytes >= direct_min_;
   recvs_.push_back(t);
 }
@@ -161,7 +161,7 @@ size_t ShmLink::fifo_write(const char* src, size_t len, size_t done) {
   return n;
 }
 
-size_t ShmLink::fifo_read(char* dst, size_t len, size_t done, ReduceFn reduce, size_t elem_size) {
+size_t ShmLink::fifo_read(char* dst, size_t len, size_t done, const Reduction& reduce) {
   const uint64_t cap = in_->capacity;
   uint64_t start = done == 0 ? align_up(tail_, kAlign) : tail_;
   uint64_t head = in_->head.load(std::memory_order_acquire);
@@ -169,13 +169,13 @@ size_t ShmLink::fifo_read(char* dst, size_t len, size_t done, ReduceFn reduce, s
   uint64_t n = std::min<uint64_t>(head - start, len - done);
   // A reduction consumes whole elements; the rest waits for the producer. Transfers
   // start aligned and the capacity is a multiple of 64, so no element straddles the wrap.
-  if (reduce && done + n < len) n -= n % elem_size;
+  if (reduce && done + n < len) n -= n % reduce.elem_size;
   if (n == 0) return 0;
   uint64_t pos = start % cap;
   uint64_t first = std::min(n, cap - pos);
   if (reduce) {
-    reduce(dst + done, in_->data() + pos, first / elem_size);
-    if (n > first) reduce(dst + done + first, in_->data(), (n - first) / elem_size);
+    reduce.apply(dst, done, in_->data() + pos, first);
+    if (n > first) reduce.apply(dst, done + first, in_->data(), n - first);
   } else {
     std::memcpy(dst + done, in_->data() + pos, first);
     if (n > first) std::memcpy(dst + done + first, in_->data(), n - first);
@@ -226,7 +226,7 @@ bool ShmLink::direct_read(Transfer& t) {
     }
     got += static_cast<size_t>(r);
   }
-  if (t.reduce) t.reduce(t.buf + t.done, staging_.data(), n / t.elem_size);
+  if (t.reduce) t.reduce.apply(t.buf, t.done, staging_.data(), n);
   t.done += n;
   return true;
 }
@@ -238,7 +238,7 @@ bool ShmLink::recv_some() {
     if (t.direct) {
       if (!t.announced) {
         Descriptor d{};
-        if (fifo_read(reinterpret_cast<char*>(&d), sizeof d, 0, nullptr, 1) == 0) break;
+        if (fifo_read(reinterpret_cast<char*>(&d), sizeof d, 0, {}) == 0) break;
         if (d.len != t.len)
           throw InternalError("shm: rank " + std::to_string(peer()) + " sent " + std::to_string(d.len) +
                               " bytes where " + std::to_string(t.len) + " were expected (plans disagree)");
@@ -249,7 +249,7 @@ bool ShmLink::recv_some() {
       if (t.done < t.len) break;
       in_->large_done.fetch_add(1, std::memory_order_release);
     } else {
-      size_t n = fifo_read(t.buf, t.len, t.done, t.reduce, t.elem_size);
+      size_t n = fifo_read(t.buf, t.len, t.done, t.reduce);
       if (n == 0) break;
       t.done += n;
       moved = true;

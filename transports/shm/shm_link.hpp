@@ -60,7 +60,7 @@ class ShmLink final : public Link {
           std::shared_ptr<ShmSegment> in_seg);
   const char* name() const override { return "shm"; }
   void post_send(const void* buf, size_t bytes) override;
-  void post_recv(void* buf, size_t bytes, ReduceFn reduce, size_t elem_size) override;
+  void post_recv(void* buf, size_t bytes, const Reduction& reduce) override;
   bool progress() override;
   bool idle() const override { return sends_.empty() && recvs_.empty(); }
 
@@ -68,8 +68,7 @@ class ShmLink final : public Link {
   struct Transfer {
     char* buf;
     size_t len, done;
-    ReduceFn reduce;
-    size_t elem_size;
+    Reduction reduce;
     bool direct = false;    // read by the receiver from the sender's memory
     bool announced = false;  // direct: the buffer's address is in the FIFO
     uint64_t seq = 0;        // direct send: complete when the peer's large_done reaches it
@@ -82,7 +81,7 @@ class ShmLink final : public Link {
   bool recv_some();
   // FIFO primitives: one message, whole or in pieces; return bytes moved.
   size_t fifo_write(const char* src, size_t len, size_t done);
-  size_t fifo_read(char* dst, size_t len, size_t done, ReduceFn reduce, size_t elem_size);
+  size_t fifo_read(char* dst, size_t len, size_t done, const Reduction& reduce);
   bool direct_read(Transfer& t);
 
   ShmRing* out_;

@@ -23,15 +23,15 @@ void TcpLink::post_send(const void* buf, size_t bytes) {
   int n = static_cast<int>(streams_.size());
   for (int i = 0; i < n; ++i) {
     Stripe s = stripe_part(bytes, n, i);
-    if (s.bytes) streams_[i].sends.push_back({const_cast<char*>(static_cast<const char*>(buf)) + s.offset, s.bytes, 0, nullptr, 1});
+    if (s.bytes) streams_[i].sends.push_back({const_cast<char*>(static_cast<const char*>(buf)) + s.offset, s.bytes, 0, {}});
   }
 }
 
-void TcpLink::post_recv(void* buf, size_t bytes, ReduceFn reduce, size_t elem_size) {
+void TcpLink::post_recv(void* buf, size_t bytes, const Reduction& reduce) {
   int n = static_cast<int>(streams_.size());
   for (int i = 0; i < n; ++i) {
     Stripe s = stripe_part(bytes, n, i);
-    if (s.bytes) streams_[i].recvs.push_back({static_cast<char*>(buf) + s.offset, s.bytes, 0, reduce, elem_size});
+    if (s.bytes) streams_[i].recvs.push_back({static_cast<char*>(buf) + s.offset, s.bytes, 0, reduce ? reduce.from(s.offset) : Reduction{}});
   }
 }
 
@@ -80,8 +80,8 @@ bool TcpLink::recv_some(Stream& s) {
       p.done += static_cast<size_t>(r);
     } else {
       s.staged += static_cast<size_t>(r);
-      size_t whole = s.staged / p.elem_size * p.elem_size;
-      p.reduce(p.buf + p.done, s.staging.data(), whole / p.elem_size);
+      size_t whole = s.staged / p.reduce.elem_size * p.reduce.elem_size;
+      p.reduce.apply(p.buf, p.done, s.staging.data(), whole);
       p.done += whole;
       s.staged -= whole;
       if (s.staged) std::memmove(s.staging.data(), s.staging.data() + whole, s.staged);

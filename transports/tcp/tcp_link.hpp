@@ -14,7 +14,7 @@ class TcpLink final : public Link {
   TcpLink(int peer, std::vector<net::Fd> sockets, size_t staging_bytes);
   const char* name() const override { return "tcp"; }
   void post_send(const void* buf, size_t bytes) override;
-  void post_recv(void* buf, size_t bytes, ReduceFn reduce, size_t elem_size) override;
+  void post_recv(void* buf, size_t bytes, const Reduction& reduce) override;
   bool progress() override;
   bool idle() const override;
   void wait_fds(std::vector<pollfd>& out) const override;
@@ -23,8 +23,7 @@ class TcpLink final : public Link {
   struct Piece {
     char* buf;
     size_t len, done;
-    ReduceFn reduce;
-    size_t elem_size;
+    Reduction reduce;
   };
   struct Stream {
     net::Fd fd;

@@ -170,16 +170,16 @@ class UcxLink final : public Link {
       void* r = ucp_tag_send_nbx(ep_, p + i * chunk_, chunk_bytes(bytes, chunk_, i), make_tag(rank_, send_seq_++), &prm);
       if (r == nullptr) continue;  // completed in place
       if (UCS_PTR_IS_ERR(r)) fail("send", UCS_PTR_STATUS(r));
-      inflight_.push_back({r, nullptr, 0, nullptr, 1, -1, false});
+      inflight_.push_back({r, nullptr, 0, {}, -1, false});
     }
   }
 
-  void post_recv(void* buf, size_t bytes, ReduceFn reduce, size_t elem_size) override {
+  void post_recv(void* buf, size_t bytes, const Reduction& reduce) override {
     char* p = static_cast<char*>(buf);
     for (size_t i = 0, n = chunk_count(bytes, chunk_); i < n; ++i) {
       size_t len = chunk_bytes(bytes, chunk_, i);
-      if (reduce) staged_.push_back({p + i * chunk_, len, recv_seq_++, reduce, elem_size});
-      else start_recv(p + i * chunk_, len, recv_seq_++, nullptr, elem_size, -1);
+      if (reduce) staged_.push_back({p + i * chunk_, len, recv_seq_++, reduce.from(i * chunk_)});
+      else start_recv(p + i * chunk_, len, recv_seq_++, {}, -1);
     }
     if (!staged_.empty()) post_staged();
   }
@@ -220,8 +220,7 @@ class UcxLink final : public Link {
     void* req;
     char* dst;
     size_t len;
-    ReduceFn reduce;
-    size_t esz;
+    Reduction reduce;
     int slot;  // staging slot of a reducing receive, else -1
     bool recv;
   };
@@ -229,8 +228,7 @@ class UcxLink final : public Link {
     char* dst;
     size_t len;
     uint64_t seq;
-    ReduceFn reduce;
-    size_t esz;
+    Reduction reduce;
   };
 
   static void on_error(void* arg, ucp_ep_h, ucs_status_t st) {
@@ -240,7 +238,7 @@ class UcxLink final : public Link {
 
   char* slot_ptr(int slot) const { return stage_ + static_cast<size_t>(slot) * chunk_; }
 
-  void start_recv(char* dst, size_t len, uint64_t seq, ReduceFn reduce, size_t esz, int slot) {
+  void start_recv(char* dst, size_t len, uint64_t seq, const Reduction& reduce, int slot) {
     ucp_request_param_t prm{};
     if (slot >= 0) {
       prm.op_attr_mask = UCP_OP_ATTR_FIELD_MEMH;
@@ -255,7 +253,7 @@ class UcxLink final : public Link {
       fail("receive", UCS_PTR_STATUS(r));
     }
     if (r == nullptr) throw InternalError("UCX: a tag receive completed without a request");
-    inflight_.push_back({r, dst, len, reduce, esz, slot, true});
+    inflight_.push_back({r, dst, len, reduce, slot, true});
   }
 
   // A finished request: reduce a staged chunk, or throw what went wrong.
@@ -263,7 +261,7 @@ class UcxLink final : public Link {
     if (st == UCS_ERR_MESSAGE_TRUNCATED || (st == UCS_OK && op.recv && got != op.len)) size_mismatch(op.len);
     if (st != UCS_OK) fail(op.recv ? "receive" : "send", st);
     if (op.slot >= 0) {
-      op.reduce(op.dst, slot_ptr(op.slot), op.len / op.esz);
+      op.reduce.apply(op.dst, 0, slot_ptr(op.slot), op.len);
       free_.push_back(op.slot);
     }
   }
@@ -297,7 +295,7 @@ class UcxLink final : public Link {
       staged_.pop_front();
       int slot = free_.back();
       free_.pop_back();
-      start_recv(c.dst, c.len, c.seq, c.reduce, c.esz, slot);
+      start_recv(c.dst, c.len, c.seq, c.reduce, slot);
     }
   }
 
