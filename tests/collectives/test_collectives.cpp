@@ -124,6 +124,9 @@ std::vector<Config> configs() {
   // Large shared-memory transfers read straight from the sender (process_vm_readv) instead
   // of through the FIFO (off by default: slower on the machines measured, docs/benchmarks.md).
   v.push_back({"direct_read_n3", 3, {{"STRATA_SHM_DIRECT_BYTES", "65536"}}, {"--quick", "--medium"}, 400});
+  // Every receive written with non-temporal stores (normally only those >= 1 MiB):
+  // unaligned heads and tails, FIFO wrap-around, streamed reductions.
+  v.push_back({"stream_all_n3", 3, {{"STRATA_SHM_STREAM_BYTES", "1"}, {"STRATA_SHM_RING_BYTES", "8192"}}, {"--quick", "--medium"}, 400});
   v.push_back({"direct_read_big_n2", 2, {{"STRATA_SHM_DIRECT_BYTES", "65536"}}, {"--big"}, 400});
   v.push_back({"hier_tuned_n4", 4, {{"STRATA_HIERARCHY", "node:2"}}, {"--quick", "--medium"}, 400});
   // A real emulated cluster: 2 network namespaces joined by a shaped veth (tcp across,

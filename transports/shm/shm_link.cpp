@@ -12,6 +12,7 @@
 
 #include "env.hpp"
 #include "strata/error.hpp"
+#include "transports/shm/streaming.hpp"
 
 namespace strata {
 
@@ -130,6 +131,8 @@ ShmLink::ShmLink(int peer, ShmRing* out, ShmRing* in, std::shared_ptr<ShmSegment
   we_read_direct_ = direct_min_ > 0 && process_vm_readv(peer_pid_, &local, 1, &remote, 1, 0) == sizeof got &&
                     got == ShmSegment::kProbeValue;
   in_->direct_ok.store(we_read_direct_ ? 1 : 0, std::memory_order_release);
+  stream_min_ = static_cast<size_t>(env_int("STRATA_SHM_STREAM_BYTES", 1 << 20, 0, 1LL << 40));
+  if (stream_min_) stream_tmp_.resize(64 << 10);
   if (we_read_direct_) staging_.resize(256 << 10);
 }
 
@@ -173,9 +176,16 @@ size_t ShmLink::fifo_read(char* dst, size_t len, size_t done, const Reduction& r
   if (n == 0) return 0;
   uint64_t pos = start % cap;
   uint64_t first = std::min(n, cap - pos);
-  if (reduce) {
+  const bool stream = stream_min_ && len >= stream_min_;
+  if (reduce && stream && reduce.local != dst) {
+    reduce_streaming(reduce, dst, done, in_->data() + pos, first, stream_tmp_);
+    if (n > first) reduce_streaming(reduce, dst, done + first, in_->data(), n - first, stream_tmp_);
+  } else if (reduce) {
     reduce.apply(dst, done, in_->data() + pos, first);
     if (n > first) reduce.apply(dst, done + first, in_->data(), n - first);
+  } else if (stream) {
+    copy_streaming(dst + done, in_->data() + pos, first);
+    if (n > first) copy_streaming(dst + done + first, in_->data(), n - first);
   } else {
     std::memcpy(dst + done, in_->data() + pos, first);
     if (n > first) std::memcpy(dst + done + first, in_->data(), n - first);

@@ -95,6 +95,8 @@ class ShmLink final : public Link {
   bool we_read_direct_;      // we proved we can read the peer's memory
   uint64_t direct_sent_ = 0;  // direct sends announced so far
   std::vector<char> staging_;  // a direct reducing receive reads here, then reduces
+  size_t stream_min_;             // receives this large write with non-temporal stores (0: never)
+  std::vector<char> stream_tmp_;  // a streamed reduction's piece, before it is written out
 };
 
 }  // namespace strata
