@@ -294,7 +294,9 @@ bool even_single_level(const CollArgs& a) {
 // piece overlaps the shared-memory phases of the next.
 Plan pipelined_all_reduce(const CollArgs& a) {
   const size_t bytes = a.count * a.elem_size;
-  const size_t pieces = std::min<size_t>(8, bytes / (2u << 20));
+  // 16 pieces of at least 2 MiB: measured 2-5% faster than 8 on the emulated 1gbit cluster
+  // (less of the first and last piece left unoverlapped); 4 were slower.
+  const size_t pieces = std::min<size_t>(16, bytes / (2u << 20));
   std::vector<Plan> plans;
   std::vector<Placement> at;
   std::vector<int> all(static_cast<size_t>(a.nranks));

@@ -137,7 +137,8 @@ void time_test(Context& cx, const Case& c, const std::vector<uint64_t>& sizes, R
     if (cx.printer()) cx.out << row_key(row.key) << std::flush;
     row.out_of_place = bench_time(cx, c, l, false);
     if (cx.printer()) cx.out << row_side(row.out_of_place) << std::flush;
-    row.in_place = bench_time(cx, c, l, true);
+    if (cx.o.in_place) row.in_place = bench_time(cx, c, l, true);
+    else row.in_place.skipped = true;
     if (cx.printer()) cx.out << row_side(row.in_place) << std::endl;
     summary.rows.push_back(std::move(row));
   }

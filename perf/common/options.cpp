@@ -34,6 +34,7 @@ const std::vector<Flag>& flags() {
       {'o', "op"},       {'r', "root"},     {'a', "average"},      {'z', "blocking"},
       {'t', "nthreads"}, {'g', "ngpus"},    {'m', "agg_iters"},    {'p', "parallel_init"},
       {'y', "stream_null"}, {'G', "cudagraph"}, {'C', "report_cputime"}, {'J', "json"},
+      {'I', "in_place"},
   };
   return v;
 }
@@ -117,6 +118,10 @@ std::string apply(Options& o, char flag, const std::string& value) {
     case 'C':
       if (!parse_int(value, 0, 1, n)) return bad("expected 0 or 1");
       o.report_cputime = n != 0;
+      return {};
+    case 'I':
+      if (!parse_int(value, 0, 1, n)) return bad("expected 0 or 1");
+      o.in_place = n != 0;
       return {};
     case 't':
     case 'g':
@@ -265,6 +270,7 @@ std::string usage(const std::string& program) {
          "\t[-d,--datatype <int8/uint8/int32/uint32/int64/uint64/half/bfloat16/float/double/all>] (default float)\n"
          "\t[-r,--root <root>] (-1 or all: every rank in turn; default 0)\n"
          "\t[-z,--blocking <0/1>] (barrier after each operation; default 0)\n"
+         "\t[-I,--in_place <0/1>] (0: skip the in-place half of each row; default 1; not in nccl-tests)\n"
          "\t[-a,--average <0/1/2/3> report average iteration time <0=RANK0/1=AVG/2=MIN/3=MAX>] (default 1)\n"
          "\t[-C,--report_cputime <0/1>] (label only: host time is what is measured)\n"
          "\t[-J,--json <file>] (rank 0 writes the results as JSON)\n"

@@ -31,6 +31,7 @@ struct Options {
   int root = 0;              // -1: every root in turn
   Average average = Average::avg;
   bool blocking = false;     // -z 1: barrier after each operation
+  bool in_place = true;      // -I 0: skip the in-place half of each row
   bool report_cputime = false;  // -C 1: label the time column "cputime" (same measurement)
   std::string json_path;     // --json FILE (rank 0 writes it)
   bool help = false;

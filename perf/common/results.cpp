@@ -8,6 +8,13 @@ namespace {
 
 void side(JsonWriter& w, const char* prefix, const SideResult& r) {
   const std::string p(prefix);
+  if (r.skipped) {
+    for (const char* k : {"time_us", "algbw", "busbw", "wrong"}) {
+      w.key(p + k);
+      w.null();
+    }
+    return;
+  }
   w.key(p + "time_us");
   w.value(r.time_us);
   w.key(p + "algbw");
@@ -55,6 +62,8 @@ std::string results_json(const RunSummary& s) {
   w.value(static_cast<int>(o.average));
   w.key("blocking");
   w.value(o.blocking);
+  w.key("in_place");
+  w.value(o.in_place);
   w.end_object();
   w.key("results");
   w.begin_array();

@@ -65,6 +65,7 @@ std::string row_key(const RowKey& k) {
 }
 
 std::string row_side(const SideResult& r) {
+  if (r.skipped) return fmt("  %7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
   const std::string time = format_number(r.time_us, 7);
   const std::string alg = format_number(r.algbw, 6);
   const std::string bus = format_number(r.busbw, 6);

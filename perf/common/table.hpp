@@ -23,6 +23,7 @@ struct SideResult {
   double busbw = 0;  // GB/s
   bool checked = false;  // false: "N/A" in #wrong
   int64_t wrong = 0;
+  bool skipped = false;  // not run (-I 0): every field "N/A"
 };
 
 // nccl-tests' number style for a field of `width`: 2, 1 or 0 decimals as the integer

@@ -46,11 +46,12 @@ TEST(ParseOptions, Defaults) {
   EXPECT_EQ(o.root, 0);
   EXPECT_EQ(o.average, Average::avg);
   EXPECT_FALSE(o.blocking);
+  EXPECT_TRUE(o.in_place);
 }
 
 TEST(ParseOptions, NcclTestsCommandLine) {
   ParseResult r = parse({"reduce_scatter", "-b", "8", "-e", "64M", "-f", "2", "-n", "7", "-w", "3", "-c", "0",
-                         "-d", "bfloat16", "-o", "max", "-a", "3", "-z", "1", "--json", "out.json"});
+                         "-d", "bfloat16", "-o", "max", "-a", "3", "-z", "1", "--json", "out.json", "-I", "0"});
   ASSERT_EQ(r.error, "");
   const Options& o = r.options;
   EXPECT_EQ(o.coll, Coll::reduce_scatter);
@@ -65,6 +66,7 @@ TEST(ParseOptions, NcclTestsCommandLine) {
   EXPECT_EQ(o.average, Average::max);
   EXPECT_TRUE(o.blocking);
   EXPECT_EQ(o.json_path, "out.json");
+  EXPECT_FALSE(o.in_place);
 }
 
 TEST(ParseOptions, AttachedValuesLongFormsAndAll) {
@@ -110,6 +112,7 @@ TEST(ParseOptions, BadFlagsAreErrors) {
       {"all_reduce", "-a", "4"},
       {"all_reduce", "-f", "0"},
       {"all_reduce", "-z", "2"},
+      {"all_reduce", "-I", "2"},
       {"all_reduce", "-r", "-2"},
       {"all_reduce", "-t", "2"},            // threads per process: not supported
       {"all_reduce", "-b", "0", "-e", "8", "-i", "0"},  // would never advance

@@ -43,7 +43,9 @@ TEST(Table, RowColumnsLineUpWithHeader) {
   SideResult a{96809.0, 0.69, 0.69, true, 0};
   SideResult b{1.5, 1234.5, 99999.0, true, 12};
   SideResult na{0.49, 0.02, 0.02, false, 0};
+  SideResult skipped{0, 0, 0, false, 0, true};
   for (const std::string& row : {full_row(k, a, b), full_row({8, 2, "float", "none", 0}, na, na),
+                                 full_row(k, a, skipped),
                                  full_row({0, 0, "int8", "avg", 3}, b, a)}) {
     EXPECT_EQ(row.size(), header.size() - 1) << row;  // header has one trailing blank
     EXPECT_EQ(field_ends(row), columns) << row;
@@ -56,6 +58,7 @@ TEST(Table, RowFieldsAndNumberStyle) {
   EXPECT_EQ(row,
             "           8             2     float     sum      -1     0.49    0.02    0.02       0  "
             "15757.5    1.06    1.06     N/A");
+  EXPECT_EQ(row_side({1, 2, 3, true, 0, true}), "      N/A     N/A     N/A     N/A");
   EXPECT_EQ(format_number(0.5, 7), "   0.50");
   EXPECT_EQ(format_number(9999.994, 7), "9999.99");
   EXPECT_EQ(format_number(12345.67, 7), "12345.7");

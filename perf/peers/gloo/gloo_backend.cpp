@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <vector>
 
@@ -61,16 +62,25 @@ GlooBackend::GlooBackend() {
   size_ = env_int("STRATA_WORLD_SIZE", 1);
   const char* algo = std::getenv("GLOO_PERF_ALGO");
   algo_ = algo ? algo : "ring_chunked";
-  // One store directory per job: strata-run gives every job its own root port.
-  const char* root = std::getenv("STRATA_ROOT");
-  std::string dir = std::string("/tmp/gloo-perf-") + (root ? std::strchr(root, ':') + 1 : "single");
+  // One store directory per job: strata-run gives every job a fresh secret (the root port
+  // repeats: it is fixed with --hosts).
+  const char* secret = std::getenv("STRATA_SECRET");
+  std::string dir = std::string("/tmp/gloo-perf-") + (secret ? secret : "single");
   std::string mk = "mkdir -p " + dir;
   if (std::system(mk.c_str()) != 0) throw std::runtime_error("cannot create " + dir);
   gloo::rendezvous::FileStore store(dir);
+  // GLOO_SOCKET_IFNAME (as in PyTorch) picks the interface, e.g. eth0 between emulated hosts.
   gloo::transport::tcp::attr attr("127.0.0.1");
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME")) {
+    attr = gloo::transport::tcp::attr();
+    attr.iface = ifname;
+  }
   auto dev = gloo::transport::tcp::CreateDevice(attr);
   ctx_ = std::make_shared<gloo::rendezvous::Context>(rank_, size_);
   ctx_->connectFullMesh(store, dev);
+  // Everyone is connected: the store has done its job.
+  gloo::BarrierAllToAll(ctx_).run();
+  if (rank_ == 0) std::filesystem::remove_all(dir);
 }
 
 bool GlooBackend::supports(Coll c, DType t, RedOp op) const {
