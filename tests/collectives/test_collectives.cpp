@@ -77,6 +77,8 @@ std::vector<Config> configs() {
   for (int n : sizes) v.push_back({"default_" + nn(n), n, {}, {"--quick", "--medium"}, 400});
   // 64 MiB float32 sum for every collective.
   for (int n : {2, 4}) v.push_back({"big_" + nn(n), n, {}, {"--big"}, 400});
+  // Two-rank all-reduces of >= 4 MiB run in 1 MiB pieces: sizes that do not divide evenly.
+  v.push_back({"pieces_n2", 2, {}, {"--sizes=1048579,2500001", "--colls=all_reduce", "--types=float,bfloat16,int64", "--ops=sum,max,avg"}, 400});
   // TCP transport (65536 +- 1 elements are striped over the data sockets).
   for (int n : sizes) {
     std::vector<std::string> args{"--quick"};

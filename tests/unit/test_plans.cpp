@@ -258,6 +258,17 @@ TEST(Plans, HierarchicalOverManyHierarchies) {
   EXPECT_GT(cases, 1000);
 }
 
+// Two-rank ring all-reduces of >= 4 MiB run as pipelined 1 MiB pieces (1 MiB "elements").
+TEST(Plans, PipelinedTwoRankRing) {
+  for (size_t count : {size_t(4), size_t(13), size_t(40)})
+    for (bool in_place : {false, true}) {
+      run({Collective::all_reduce, Algo::ring, 2, count, 0, in_place, nullptr, "", size_t(1) << 20});
+      if (HasFatalFailure()) return;
+    }
+  CollArgs a{Collective::all_reduce, 13, size_t(1) << 20, 0, 0, 2, false, 3, nullptr};
+  EXPECT_EQ(build_plan(Algo::ring, a).rounds(), 14u) << "13 pieces of 2 rounds, overlapped";
+}
+
 // Large all-reduces on even nodes are pipelined pieces (1 MiB "elements" make a 13-element
 // vector large enough).
 TEST(Plans, PipelinedHierarchicalAllReduce) {
