@@ -17,6 +17,7 @@
 
 #include "log.hpp"
 #include "strata/error.hpp"
+#include "transports/ucx/ucx_config.hpp"
 #include "transports/ucx/ucx_tag.hpp"
 #include "transports/ucx/ucx_transport.hpp"
 
@@ -27,6 +28,35 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::string status_text(ucs_status_t s) { return ucs_status_string(s); }
+
+// Copying sends instead of zero-copy ones wherever UCX may reach a peer over tcp. UCX's tcp
+// transport (1.13.1 here) completes a zero-copy active message twice when sendmsg() fails
+// because the peer died while the message was half sent: uct_tcp_ep_sendv completes it
+// through uct_tcp_ep_handle_disconnected, then once more with UCS_ERR_ENDPOINT_TIMEOUT, and
+// the second completion aborts the survivor inside ucp_worker_progress (uct_iface.h:884
+// "comp->count > 0"). Over tcp every tag message above ~8 KiB goes that way (eager
+// zero-copy, then rendezvous data as zero-copy active messages), and nothing on our side
+// keeps clear of it: the progress call that first meets the dead socket, for whichever
+// link, is the one that aborts. Copying sends fail once, cleanly; they cost bandwidth over
+// tcp (docs/transports.md), so where UCX has RDMA, which it prefers to tcp, zero-copy stays
+// (and the threshold leaves rendezvous reads, such as cma's on one host, zero-copy). The
+// key is only modified when the user has not set UCX_ZCOPY_THRESH in the environment.
+void avoid_tcp_zero_copy(ucp_config_t* config) {
+  if (std::getenv("UCX_ZCOPY_THRESH")) return;
+  TcpUse use = tcp_use(std::getenv("UCX_TLS"));
+  if (use == TcpUse::no || (use == TcpUse::unless_rdma && rdma_capable())) return;
+  ucs_status_t st = ucp_config_modify(config, "ZCOPY_THRESH", "inf");
+  if (st != UCS_OK) {
+    STRATA_WARN("UCX: could not turn zero-copy sends off (%s); a peer dying mid-transfer over tcp may abort "
+                "this process", ucs_status_string(st));
+    return;
+  }
+  static std::once_flag once;
+  std::call_once(once, [] {
+    STRATA_INFO("UCX: zero-copy sends off (UCX_ZCOPY_THRESH=inf) since UCX may use tcp, where a peer dying "
+                "mid-send can abort this process; set UCX_ZCOPY_THRESH to choose otherwise");
+  });
+}
 
 // What the endpoint error callback writes; owned by the worker so that a callback arriving
 // while the endpoint is being closed (after its link is gone) still has somewhere to go.
@@ -43,6 +73,7 @@ class Worker {
     ucp_config_t* config = nullptr;
     ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);  // UCX_* from the environment
     if (st != UCS_OK) throw SystemError("UCX: reading the configuration failed: " + status_text(st));
+    avoid_tcp_zero_copy(config);
     ucp_params_t p{};
     p.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     p.features = UCP_FEATURE_TAG;
