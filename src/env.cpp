@@ -56,7 +56,7 @@ Config Config::from_env() {
   c.transport = env_choice("STRATA_TRANSPORT", {"shm", "tcp", "ucx", "ibverbs"});
   c.algo = env_choice("STRATA_ALGO", {"ring", "tree", "recursive_doubling", "direct", "hierarchical", "rabenseifner"});
   c.tcp_nsocks = static_cast<int>(env_int("STRATA_TCP_NSOCKS", 2, 1, 16));
-  c.shm_ring_bytes = static_cast<size_t>(env_int("STRATA_SHM_RING_BYTES", 1 << 20, 4096, 1LL << 30));
+  c.shm_ring_bytes = static_cast<size_t>(env_int("STRATA_SHM_RING_BYTES", 4 << 20, 4096, 1LL << 30));
   c.chunk_bytes = static_cast<size_t>(env_int("STRATA_CHUNK_BYTES", 512 << 10, 64, 1LL << 30));
   c.staging_bytes = static_cast<size_t>(env_int("STRATA_TCP_STAGING_BYTES", 1 << 20, 4096, 1LL << 30));
   c.host = env_string("STRATA_HOST").value_or("");
