@@ -6,30 +6,21 @@
 
 using namespace strata::ucx;
 
-TEST(UcxTcpUse, UnsetOrAllLeavesItToRdma) {
-  EXPECT_EQ(tcp_use(nullptr), TcpUse::unless_rdma);
-  EXPECT_EQ(tcp_use(""), TcpUse::unless_rdma);
-  EXPECT_EQ(tcp_use("all"), TcpUse::unless_rdma);
-  EXPECT_EQ(tcp_use("sm,all"), TcpUse::unless_rdma);
-}
-
-TEST(UcxTcpUse, ListNamingTcp) {
-  EXPECT_EQ(tcp_use("tcp"), TcpUse::yes);
-  EXPECT_EQ(tcp_use("tcp,self"), TcpUse::yes);
-  EXPECT_EQ(tcp_use("sm,self,tcp"), TcpUse::yes);
-  EXPECT_EQ(tcp_use("rc,tcp:aux"), TcpUse::yes);
-}
-
-TEST(UcxTcpUse, ListWithoutTcp) {
-  EXPECT_EQ(tcp_use("sm,self"), TcpUse::no);
-  EXPECT_EQ(tcp_use("rc,ud:aux,self"), TcpUse::no);
-  // Names that merely contain the letters are other transports.
-  EXPECT_EQ(tcp_use("tcpx,rdmacm"), TcpUse::no);
-}
-
-TEST(UcxTcpUse, ExclusionList) {
-  EXPECT_EQ(tcp_use("^tcp"), TcpUse::no);
-  EXPECT_EQ(tcp_use("^sm,tcp"), TcpUse::no);
-  EXPECT_EQ(tcp_use("^rc,ud"), TcpUse::unless_rdma);
-  EXPECT_EQ(tcp_use("^"), TcpUse::unless_rdma);
+TEST(UcxTcpUse, ReadsUcxTlsAsUcxDoes) {
+  struct Case {
+    const char* tls;
+    TcpUse want;
+  };
+  const Case cases[] = {
+      // Unset or "all": tcp is one of everything, used between hosts only without RDMA.
+      {nullptr, TcpUse::unless_rdma}, {"", TcpUse::unless_rdma}, {"all", TcpUse::unless_rdma},
+      {"sm,all", TcpUse::unless_rdma},
+      // Lists naming tcp, with or without an aux suffix.
+      {"tcp", TcpUse::yes}, {"tcp,self", TcpUse::yes}, {"sm,self,tcp", TcpUse::yes}, {"rc,tcp:aux", TcpUse::yes},
+      // Lists without it; names that merely contain the letters are other transports.
+      {"sm,self", TcpUse::no}, {"rc,ud:aux,self", TcpUse::no}, {"tcpx,rdmacm", TcpUse::no},
+      // Exclusion lists.
+      {"^tcp", TcpUse::no}, {"^sm,tcp", TcpUse::no}, {"^rc,ud", TcpUse::unless_rdma}, {"^", TcpUse::unless_rdma},
+  };
+  for (const Case& c : cases) EXPECT_EQ(tcp_use(c.tls), c.want) << "UCX_TLS=" << (c.tls ? c.tls : "(unset)");
 }
