@@ -6,6 +6,7 @@
 #include "log.hpp"
 #include "transports/ibverbs/ib_transport.hpp"
 #include "transports/shm/shm_link.hpp"
+#include "transports/shm/shm_names.hpp"
 #include "transports/tcp/tcp_link.hpp"
 #include "transports/ucx/ucx_transport.hpp"
 
@@ -40,10 +41,10 @@ int index_of(const std::vector<int>& v, int x) {
 }
 
 std::string segment_name(const bootstrap::Secret& s, uint64_t tag, int rank) {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "/strata-%02x%02x%02x%02x%02x%02x-%llx-%d", s.bytes[0], s.bytes[1], s.bytes[2],
-                s.bytes[3], s.bytes[4], s.bytes[5], static_cast<unsigned long long>(tag), rank);
-  return buf;
+  char hex[13], rest[48];
+  for (int i = 0; i < 6; ++i) std::snprintf(hex + 2 * i, 3, "%02x", s.bytes[i]);
+  std::snprintf(rest, sizeof rest, "%llx-%d", static_cast<unsigned long long>(tag), rank);
+  return "/" + shm_job_prefix(hex) + rest;
 }
 
 // Everyone in `peers` sends us `token` and we send it to them.

@@ -2,6 +2,10 @@
 #include <signal.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
 #include <regex>
 #include <thread>
 
@@ -35,6 +39,28 @@ TEST(Stopping, FailingRankStopsTheOthers) {
   std::set<pid_t> pids = recorded_pids(dir.path());
   EXPECT_EQ(pids.size(), 7u) << "4 ranks and 3 children";
   EXPECT_EQ(survivors(pids), std::set<pid_t>{});
+}
+
+// Shared-memory segments are named after the job's secret ("strata-" + its first 12 hex
+// digits + "-"): a rank killed before unlinking its segment leaves it, and strata-run
+// removes those of its job, and only those, once every rank is gone.
+TEST(Stopping, LeftoverSegmentsOfTheJobAreRemoved) {
+  const std::string other = "/dev/shm/strata-000000000000-7-0";
+  { FILE* f = fopen(other.c_str(), "w"); ASSERT_NE(f, nullptr); fclose(f); }
+  TempDir dir;
+  std::string script =
+      "p=/dev/shm/strata-$(printf %.12s \"$STRATA_SECRET\")-1-$STRATA_RANK; : > \"$p\"; "
+      "echo \"$p\" > \"$TESTDIR/seg.$STRATA_RANK\"; [ \"$STRATA_RANK\" = 1 ] && kill -9 $$; exit 0";
+  LaunchResult r = run_launcher({"-n", "2", "/bin/sh", "-c", script}, {dir.env()});
+  EXPECT_EQ(r.exit_code(), 128 + SIGKILL) << r.err;
+  for (int rank : {0, 1}) {
+    std::ifstream in(dir.path() / ("seg." + std::to_string(rank)));
+    std::string seg;
+    ASSERT_TRUE(std::getline(in, seg)) << "rank " << rank << " did not run";
+    EXPECT_NE(::access(seg.c_str(), F_OK), 0) << seg << " is still there";
+  }
+  EXPECT_EQ(::access(other.c_str(), F_OK), 0) << "another job's segment was removed";
+  ::unlink(other.c_str());
 }
 
 TEST(Stopping, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
