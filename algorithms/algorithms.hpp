@@ -33,6 +33,28 @@ struct CollArgs {
   const Hierarchy* hier = nullptr;  // for hierarchical plans; null or one group: flat
 };
 
+// Power-of-two folding, as recursive doubling and Rabenseifner use it: the ranks taking
+// part are p = the largest power of two <= n; each of the first n - p pairs (2i, 2i+1)
+// folds into its odd member beforehand, which hands the result back at the end.
+struct Fold {
+  int pow2 = 1, rem = 0;
+  explicit Fold(int n) {
+    while (pow2 * 2 <= n) pow2 *= 2;
+    rem = n - pow2;
+  }
+  bool paired(int r) const { return r < 2 * rem; }
+  // Rank r's index among the ranks taking part, or -1 (it folds into r + 1).
+  int member(int r) const { return paired(r) ? (r % 2 ? r / 2 : -1) : r - rem; }
+  int rank_of(int member) const { return member < rem ? 2 * member + 1 : member + rem; }
+  // The last round: the odd member of a pair sends the result back to the even one.
+  void hand_back(Plan& p, int r, Ref out, size_t count) const {
+    if (!paired(r)) return;
+    p.new_round();
+    if (r % 2 == 0) p.recv(r + 1, out, count);
+    else p.send(r - 1, out, count);
+  }
+};
+
 // Whether `algo` implements `coll`.
 bool supports(Algo algo, Collective coll);
 // The algorithm used when none is forced, by message size.

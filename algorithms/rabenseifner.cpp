@@ -10,9 +10,8 @@ Plan rabenseifner_plan(const CollArgs& a) {
   Plan p;
   p.algo = "rabenseifner";
   const int n = a.nranks, r = a.rank;
-  int pow2 = 1;
-  while (pow2 * 2 <= n) pow2 *= 2;
-  const int rem = n - pow2;
+  const Fold fold(n);
+  const int pow2 = fold.pow2, me = fold.member(r);
   const size_t c = a.count;
   const Ref in{Buf::input, 0}, out{Buf::output, 0};
   // The input is never copied: the first reduction of each block reads it where it is and
@@ -20,21 +19,17 @@ Plan rabenseifner_plan(const CollArgs& a) {
   bool partial_in_out = false;
   p.new_round();
   if (n == 1) p.copy(in, out, c);
-  int me = -1;  // rank among the pow2 that take part
-  if (r < 2 * rem) {
-    if (r % 2 == 0) p.send(r + 1, in, c);
-    else p.recv_reduce(r - 1, in, out, c), me = r / 2, partial_in_out = true;
-  } else {
-    me = r - rem;
+  if (fold.paired(r)) {
+    if (me < 0) p.send(r + 1, in, c);
+    else p.recv_reduce(r - 1, in, out, c), partial_in_out = true;
   }
-  auto real = [&](int q) { return q < rem ? 2 * q + 1 : q + rem; };
   auto at = [&](int block) { return Ref{Buf::output, block_begin(c, pow2, block)}; };
   auto cur = [&](int block) { return partial_in_out ? at(block) : Ref{Buf::input, block_begin(c, pow2, block)}; };
   auto span = [&](int lo, int hi) { return block_begin(c, pow2, hi) - block_begin(c, pow2, lo); };
   if (me >= 0) {
     int lo = 0, hi = pow2;  // blocks this rank is still responsible for
     for (int mask = pow2 / 2; mask >= 1; mask /= 2) {
-      int mid = (lo + hi) / 2, partner = real(me ^ mask);
+      int mid = (lo + hi) / 2, partner = fold.rank_of(me ^ mask);
       p.new_round();
       if (me & mask) {  // keep the upper half
         p.send(partner, cur(lo), span(lo, mid));
@@ -50,7 +45,7 @@ Plan rabenseifner_plan(const CollArgs& a) {
     p.new_round();
     p.finalize(at(lo), span(lo, hi));  // block `me`, fully reduced
     for (int mask = 1; mask < pow2; mask *= 2) {
-      int width = hi - lo, partner = real(me ^ mask);
+      int width = hi - lo, partner = fold.rank_of(me ^ mask);
       int plo = (me & mask) ? lo - width : hi;
       p.new_round();
       p.send(partner, at(lo), span(lo, hi));
@@ -59,11 +54,7 @@ Plan rabenseifner_plan(const CollArgs& a) {
       hi = lo + 2 * width;
     }
   }
-  if (r < 2 * rem) {
-    p.new_round();
-    if (r % 2 == 0) p.recv(r + 1, out, c);
-    else p.send(r - 1, out, c);
-  }
+  fold.hand_back(p, r, out, c);
   if (n == 1) p.finalize(out, c);
   return p;
 }

@@ -51,14 +51,13 @@ double flat_time(Algo algo, Collective coll, double bytes, int n, const LinkMode
       if (algo == Algo::ring) return 2.0 * (n - 1) * (a + bytes / n / B);
       // Every peer costs its own message: n-1 latencies, not one.
       if (algo == Algo::direct) return (n - 1) * (a + bytes / B + bytes / kReduceBps);
-      if (algo == Algo::rabenseifner) {
-        int p = 1 << (ceil_log2(n + 1) - 1);
-        double fold = n > p ? 2 * (a + bytes / B) : 0;
-        return fold + 2 * ceil_log2(p) * a + 2.0 * (p - 1) / p * bytes / B;
-      }
       {
-        int p = 1 << (ceil_log2(n + 1) - 1);  // largest power of two <= n
-        int steps = ceil_log2(p) + (n > p ? 2 : 0);
+        const int p = Fold(n).pow2;
+        if (algo == Algo::rabenseifner) {
+          double fold = n > p ? 2 * (a + bytes / B) : 0;
+          return fold + 2 * ceil_log2(p) * a + 2.0 * (p - 1) / p * bytes / B;
+        }
+        int steps = ceil_log2(p) + (n > p ? 2 : 0);  // recursive doubling
         return steps * (a + bytes / B + bytes / kReduceBps);
       }
     case Collective::reduce_scatter:

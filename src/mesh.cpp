@@ -153,8 +153,7 @@ std::vector<uint8_t> agree_transports(Mesh& m, int rank, const std::vector<RankI
 // ucx and ibverbs: every peer gets a length-prefixed blob over its control socket (all
 // sends first: the blobs are small enough for the socket buffers), then links are made
 // from the blobs received.
-template <class Setup>
-void connect_by_blobs(Mesh& m, Setup& setup, int rank, const std::vector<RankInfo>& table, const std::vector<int>& peers,
+void connect_by_blobs(Mesh& m, LinkSetup& setup, int rank, const std::vector<RankInfo>& table, const std::vector<int>& peers,
                       net::Deadline deadline) {
   for (int j : peers) {
     std::vector<char> blob = setup.local_info(j);

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 namespace strata {
@@ -56,6 +57,20 @@ class Link {
 
  private:
   int peer_;
+};
+
+// Connection setup of a transport whose links are made from connection info each side
+// sends the other over its control socket (ucx, ibverbs). One per communicator.
+class LinkSetup {
+ public:
+  virtual ~LinkSetup() = default;
+  // The bytes to send to `peer` (e.g. a worker address, queue-pair numbers).
+  virtual std::vector<char> local_info(int peer) = 0;
+  // The link to `peer` from what it sent (checked; SystemError if malformed); `same_host`:
+  // the peer shares this host.
+  virtual std::unique_ptr<Link> connect(int peer, const std::vector<char>& remote, bool same_host) = 0;
+  // Describes the links for the INFO line, e.g. "chunk 1048576 B".
+  virtual const char* describe() const = 0;
 };
 
 // Cuts a transfer into `parts` pieces (64-byte aligned) so several sockets can carry it;

@@ -1,9 +1,7 @@
 #include "job.hpp"
 
-#include <dirent.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -206,21 +204,9 @@ void Job::after_last_exit() {
   signal_all_groups(SIGKILL);
   // Those that left their group but are still in an emulated host go too.
   if (cluster_) cluster_->kill_strays();
-  remove_leftover_segments();
+  // Shared-memory segments of ranks killed before they could unlink them.
+  strata::remove_job_segments(identity_.secret);
   drain_deadline_ = Clock::now() + kLeftoverDrain;
-}
-
-// Every rank is gone: shared-memory segments named after this job's secret are leftovers
-// of ranks killed before they could unlink them.
-void Job::remove_leftover_segments() {
-  const std::string prefix = strata::shm_job_prefix(identity_.secret);
-  DIR* dir = ::opendir("/dev/shm");
-  if (!dir) return;
-  while (dirent* e = ::readdir(dir)) {
-    std::string name = e->d_name;
-    if (name.compare(0, prefix.size(), prefix) == 0) ::shm_unlink(("/" + name).c_str());
-  }
-  ::closedir(dir);
 }
 
 void Job::read_stream(Stream& stream) {

@@ -54,7 +54,6 @@ class Job {
   void read_stream(Stream& stream);
   void close_stream(Stream& stream);
   void after_last_exit();
-  void remove_leftover_segments();
   int running_count() const;
   bool streams_open() const;
   int poll_timeout_ms() const;

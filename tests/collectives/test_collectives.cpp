@@ -11,10 +11,9 @@
 #include <vector>
 
 #include "test_proc.hpp"
+#include "worker_job.hpp"
 
-using strata_test::lines_containing;
-using strata_test::run_one;
-using strata_test::tail;
+using strata_test::expect_worker_job_passes;
 
 namespace {
 
@@ -46,26 +45,7 @@ TEST_P(Collectives, AllRanksPass) {
   env["STRATA_TIMEOUT"] = "60";
   if (!c.launch.empty() && !can_make_namespaces())
     GTEST_SKIP() << "cannot create network namespaces here (needs root and CAP_NET_ADMIN): emulated cluster not tested";
-  std::vector<std::string> argv{STRATA_RUN_PATH, "-n", std::to_string(c.n)};
-  argv.insert(argv.end(), c.launch.begin(), c.launch.end());
-  argv.push_back("--");
-  argv.push_back(STRATA_WORKER_PATH);
-  argv.insert(argv.end(), c.args.begin(), c.args.end());
-  std::string cmd;
-  for (auto& [k, v] : env) cmd += k + "=" + v + " ";
-  for (auto& a : argv) cmd += a + " ";
-  double t0 = strata_test::now_s();
-  auto r = run_one(argv, env, c.deadline_s);
-  double dt = strata_test::now_s() - t0;
-  auto summaries = lines_containing(r.out, "strata-test-worker rank");
-  for (auto& l : summaries) std::cout << l << "\n";
-  std::cout << "[" << c.name << "] " << r.describe() << ", wall " << dt << " s\n";
-  ASSERT_TRUE(r.exited && r.exit_code == 0 && !r.killed_by_deadline)
-      << "command: " << cmd << "\n" << r.describe() << "\noutput:\n" << tail(r.out);
-  // Every rank must have run and reported: a launcher that exits 0 without running the
-  // workers does not pass.
-  ASSERT_EQ(static_cast<int>(summaries.size()), c.n) << "command: " << cmd << "\noutput:\n" << tail(r.out);
-  for (auto& l : summaries) EXPECT_NE(l.find(" 0 failed"), std::string::npos) << l;
+  expect_worker_job_passes(c.name, c.n, env, c.launch, c.args, c.deadline_s);
 }
 
 std::vector<Config> configs() {

@@ -205,6 +205,12 @@ class CollCase : public CaseBase {
       S* p = b.as<S>();
       for (size_t i = 0; i < elems; ++i) p[dst_off + i] = in(rank_, src_off + i);
     };
+    // A separate output, filled with sentinels so that untouched elements show.
+    auto fresh_output = [&](size_t bytes) {
+      b_.alloc(bytes);
+      b_.fill_sentinel();
+      return b_.data();
+    };
     switch (coll_) {
       case Coll::all_reduce:
         a_.alloc(c * sz);
@@ -212,10 +218,8 @@ class CollCase : public CaseBase {
         if (inplace_) {
           send_ = recv_ = a_.data();
         } else {
-          b_.alloc(c * sz);
-          b_.fill_sentinel();
           send_ = a_.data();
-          recv_ = b_.data();
+          recv_ = fresh_output(c * sz);
         }
         break;
       case Coll::reduce_scatter:
@@ -225,9 +229,7 @@ class CollCase : public CaseBase {
         if (inplace_) {
           recv_ = a_.data() + rank_ * c * sz;
         } else {
-          b_.alloc(c * sz);
-          b_.fill_sentinel();
-          recv_ = b_.data();
+          recv_ = fresh_output(c * sz);
         }
         break;
       case Coll::all_gather:
@@ -240,10 +242,8 @@ class CollCase : public CaseBase {
         } else {
           a_.alloc(c * sz);
           fill_in(a_, c, 0, 0);
-          b_.alloc(nc * sz);
-          b_.fill_sentinel();
           send_ = a_.data();
-          recv_ = b_.data();
+          recv_ = fresh_output(nc * sz);
         }
         break;
       case Coll::broadcast:
@@ -256,10 +256,8 @@ class CollCase : public CaseBase {
         if (inplace_) {
           send_ = recv_ = a_.data();
         } else {
-          b_.alloc(c * sz);
-          b_.fill_sentinel();
           send_ = a_.data();
-          recv_ = b_.data();
+          recv_ = fresh_output(c * sz);
         }
         break;
       case Coll::reduce:
@@ -271,9 +269,7 @@ class CollCase : public CaseBase {
         } else if (rank_ != root_ && ((seed_ >> 7) & 1)) {
           recv_ = nullptr;  // allowed on non-roots
         } else {
-          b_.alloc(c * sz);
-          b_.fill_sentinel();
-          recv_ = b_.data();
+          recv_ = fresh_output(c * sz);
         }
         break;
       case Coll::all_to_all:
@@ -283,9 +279,7 @@ class CollCase : public CaseBase {
         if (inplace_) {
           recv_ = a_.data();
         } else {
-          b_.alloc(nc * sz);
-          b_.fill_sentinel();
-          recv_ = b_.data();
+          recv_ = fresh_output(nc * sz);
         }
         break;
     }

@@ -3,7 +3,6 @@
 // tests of every transport.
 #pragma once
 
-#include <filesystem>
 #include <map>
 #include <regex>
 #include <string>
@@ -52,10 +51,7 @@ inline Job spawn(const std::vector<std::string>& argv, int n, const std::map<std
   j.wall_s = now_s() - t0;
   // A rank killed before its peers mapped its shared-memory segment cannot unlink it;
   // remove the job's leftovers as strata-run does.
-  const std::string prefix = strata::shm_job_prefix(secret);
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec))
-    if (e.path().filename().string().rfind(prefix, 0) == 0) std::filesystem::remove(e.path(), ec);
+  strata::remove_job_segments(secret);
   return j;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "failure_job.hpp"
+#include "worker_job.hpp"
 
 using namespace strata_test;
 
@@ -36,19 +37,7 @@ TEST_P(UcxCollectives, AllRanksPass) {
   const Config& c = GetParam();
   std::map<std::string, std::string> env = c.env;
   env["STRATA_TIMEOUT"] = "60";
-  std::vector<std::string> argv{STRATA_RUN_PATH, "-n", std::to_string(c.n), "--", STRATA_WORKER_PATH};
-  argv.insert(argv.end(), c.args.begin(), c.args.end());
-  std::string cmd;
-  for (auto& [k, v] : env) cmd += k + "=" + v + " ";
-  for (auto& a : argv) cmd += a + " ";
-  auto r = run_one(argv, env, 240);
-  auto summaries = lines_containing(r.out, "strata-test-worker rank");
-  for (auto& l : summaries) std::cout << l << "\n";
-  std::cout << "[" << c.name << "] " << r.describe() << "\n";
-  ASSERT_TRUE(r.exited && r.exit_code == 0 && !r.killed_by_deadline)
-      << "command: " << cmd << "\n" << r.describe() << "\noutput:\n" << tail(r.out);
-  ASSERT_EQ(static_cast<int>(summaries.size()), c.n) << "command: " << cmd << "\noutput:\n" << tail(r.out);
-  for (auto& l : summaries) EXPECT_NE(l.find(" 0 failed"), std::string::npos) << l;
+  expect_worker_job_passes(c.name, c.n, env, {}, c.args, 240);
 }
 
 std::vector<Config> configs() {

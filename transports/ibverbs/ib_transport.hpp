@@ -20,17 +20,13 @@ bool device_available();
 // For STRATA_TRANSPORT=ibverbs: throws SystemError saying why when device_available() is false.
 void require_device();
 
-class Setup {
+// local_info creates the queue pairs for a peer and encodes their connection info;
+// connect connects them from what the peer sent.
+class Setup : public LinkSetup {
  public:
   // Opens the ports and allocates their resources. Throws SystemError when there is no
   // usable device (the message says why), InvalidArgument for malformed STRATA_IB_* values.
   static std::unique_ptr<Setup> create(int rank, int nranks, const Config& cfg);
-  virtual ~Setup() = default;
-  // Creates the queue pairs for `peer` and returns their encoded connection info.
-  virtual std::vector<char> local_info(int peer) = 0;
-  // Connects `peer`'s queue pairs from what it sent (checked; SystemError if malformed).
-  virtual std::unique_ptr<Link> connect(int peer, const std::vector<char>& remote, bool same_host) = 0;
-  virtual const char* describe() const = 0;
 };
 
 }  // namespace strata::ibverbs

@@ -17,18 +17,12 @@ bool built();
 // once per process and cached; false when built without UCX.
 bool rdma_capable();
 
-class Setup {
+// Sends each peer this worker's address.
+class Setup : public LinkSetup {
  public:
   // Creates the communicator's UCP context and worker. Throws SystemError when UCX cannot
   // be initialised (or Strata was built without it).
   static std::unique_ptr<Setup> create(int rank, int nranks, const Config& cfg);
-  virtual ~Setup() = default;
-  // The bytes to send to `peer` over the control socket (this worker's address).
-  virtual std::vector<char> local_info(int peer) = 0;
-  // The link to `peer`, from what it sent; `same_host`: the peer shares this host.
-  virtual std::unique_ptr<Link> connect(int peer, const std::vector<char>& remote, bool same_host) = 0;
-  // Describes the link for the INFO line, e.g. "chunk 1048576".
-  virtual const char* describe() const = 0;
 };
 
 }  // namespace strata::ucx
