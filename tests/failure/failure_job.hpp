@@ -3,6 +3,10 @@
 // tests of every transport.
 #pragma once
 
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <iostream>
 #include <map>
 #include <regex>
 #include <string>
@@ -76,6 +80,54 @@ inline double num(const std::string& s) { return s.empty() ? -1 : std::stod(s); 
 inline bool names_rank(const std::string& msg, int r) {
   std::regex re("(rank|peer)[^0-9a-z]{0,3}" + std::to_string(r) + "([^0-9]|$)", std::regex::icase);
   return std::regex_search(msg, re);
+}
+
+// Common checks for a survivor that caught an error: later calls throw promptly and
+// destroy() returns.
+inline void check_after_error(const ProcResult& p, int r) {
+  std::string second = marker_line(p, "SECOND-CALL-THREW");
+  EXPECT_FALSE(second.empty()) << "rank " << r << ": a call after the error did not throw\n" << p.err;
+  if (!second.empty()) {
+    EXPECT_LT(num(field(second, "after")), 2.0) << "rank " << r << ": " << second;
+  }
+  std::string third = marker_line(p, "THIRD-CALL-THREW");
+  EXPECT_FALSE(third.empty()) << "rank " << r << ": barrier after the error did not throw\n" << p.err;
+  std::string d = marker_line(p, "DESTROY-RETURNED");
+  if (d.empty()) d = marker_line(p, "DESTROY-THREW");
+  EXPECT_FALSE(d.empty()) << "rank " << r << ": destroy() after the error did not return\n" << p.err;
+  if (!d.empty()) {
+    EXPECT_LT(num(field(d, "after")), 5.0) << "rank " << r << ": " << d;
+  }
+}
+
+// Rank 2 of 4 SIGKILLs itself ~100 ms into a loop of 64 MiB all_reduces: every survivor
+// must catch a PeerError/TimeoutError naming rank 2 within 10 s (STRATA_TIMEOUT is 20),
+// later calls must throw and destroy() must return. `env` for every rank, `per_rank` on top.
+inline void expect_killed_rank_reported(const std::map<std::string, std::string>& env,
+                                        const std::vector<std::map<std::string, std::string>>& per_rank) {
+  const int T = 20, n = 4;
+  Job j = spawn({STRATA_FAILURE_WORKER_PATH, "killed"}, n, with(env, {{"STRATA_TIMEOUT", std::to_string(T)}}),
+                per_rank, T + 30);
+  std::cout << "wall " << j.wall_s << " s\n";
+  ASSERT_EQ(j.ranks.size(), size_t(n));
+  EXPECT_EQ(j.ranks[2].term_signal, SIGKILL) << j.dump();
+  for (int r : {0, 1, 3}) {
+    const ProcResult& p = j.ranks[r];
+    std::string caught = marker_line(p, "CAUGHT");
+    std::cout << "rank " << r << ": " << p.describe() << "\n  " << caught << "\n  " << marker_line(p, "ITERATIONS")
+              << "\n";
+    EXPECT_FALSE(p.killed_by_deadline) << "rank " << r << " hung\n" << j.dump();
+    EXPECT_TRUE(p.exited && p.exit_code == 3) << "rank " << r << ": " << p.describe() << "\n" << j.dump();
+    EXPECT_LT(p.elapsed_s, T + 5.0) << "rank " << r << " took too long\n" << j.dump();
+    ASSERT_FALSE(caught.empty()) << "rank " << r << " caught no strata::Error\n" << j.dump();
+    std::string cls = field(caught, "class");
+    EXPECT_TRUE(cls == "PeerError" || cls == "TimeoutError") << caught;
+    // The library aims to name the dead peer on every survivor.
+    EXPECT_TRUE(names_rank(field(caught, "msg"), 2)) << "rank " << r << ": message does not name rank 2: " << caught;
+    EXPECT_EQ(field(caught, "peer"), "2") << "rank " << r << ": PeerError::peer() is not 2: " << caught;
+    EXPECT_LT(num(field(caught, "after")), 10.0) << "rank " << r << " noticed late: " << caught;
+    check_after_error(p, r);
+  }
 }
 
 }  // namespace strata_test
