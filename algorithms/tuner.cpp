@@ -120,6 +120,10 @@ Choice tune(const CollArgs& a) {
   Choice best{default_algo(a), HUGE_VAL, 0};
   for (Algo algo : kAllAlgos) {
     if (!supports(algo, a.coll) || (algo == Algo::hierarchical && !hierarchy_splits(a))) continue;
+    // A pipelined chain needs every rank of it copying at once. With more ranks than CPUs
+    // each chunk's hand-off waits for the scheduler: broadcast on 4 ranks sharing 2 cores
+    // ran 1.2-4x faster as a tree than as the tuned chain, 32 KiB-8 MiB (docs/benchmarks.md).
+    if (algo == Algo::ring && a.coll == Collective::broadcast && a.hier && a.hier->oversubscribed) continue;
     double t = predict(algo, a);
     if (t < best.predicted_s) best = {algo, t, 0};
   }

@@ -1,5 +1,7 @@
 // Comm: validates arguments, orders operations, picks an algorithm, and hands the plan
 // to the engine.
+#include <sched.h>
+
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
@@ -84,6 +86,12 @@ bootstrap::RankInfo my_info(const Config& cfg, const net::Fd& listener, int emul
   std::snprintf(info.host, sizeof info.host, "%s", host.c_str());
   info.tcp_nsocks = cfg.tcp_nsocks;
   info.force_tcp = cfg.transport == "tcp";
+  std::snprintf(info.machine, sizeof info.machine, "%s", bootstrap::machine_identity().c_str());
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) CPU_SET(0, &set);  // unknown: count one CPU
+  for (int c = 0; c < CPU_SETSIZE && c < 64 * 16; ++c)
+    if (CPU_ISSET(c, &set)) info.cpus[c / 64] |= uint64_t{1} << (c % 64);
   return info;
 }
 
@@ -127,7 +135,11 @@ struct CommState {
     std::vector<std::string> hosts;
     for (const auto& info : table) hosts.emplace_back(info.host);
     s->hier = build_hierarchy(hosts, spec, env_string("STRATA_LINK_MODEL").value_or(""));
-    if (rank == 0) STRATA_INFO("hierarchy: %s", s->hier.describe().c_str());
+    std::vector<RankCpus> cpus;
+    for (const auto& info : table) cpus.push_back({info.machine, std::vector<uint64_t>(std::begin(info.cpus), std::end(info.cpus))});
+    s->hier.oversubscribed = oversubscribed(cpus);
+    if (rank == 0) STRATA_INFO("hierarchy: %s%s", s->hier.describe().c_str(),
+                               s->hier.oversubscribed ? "; more ranks than CPUs on a machine (the tuner avoids pipelined chains)" : "");
     s->rank = rank;
     s->nranks = nranks;
     s->cfg = cfg;

@@ -1,5 +1,6 @@
 #include "hierarchy.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -136,6 +137,22 @@ Hierarchy build_hierarchy(const std::vector<std::string>& hosts, const std::vect
   }
   h.top = model_for("top", h.levels.size() > 1 ? LinkModel{100e-6, 0.125e9} : net);
   return h;
+}
+
+bool oversubscribed(const std::vector<RankCpus>& ranks) {
+  std::map<std::string, std::pair<int, std::vector<uint64_t>>> machines;  // ranks, union of masks
+  for (const RankCpus& r : ranks) {
+    auto& [count, cpus] = machines[r.machine];
+    ++count;
+    cpus.resize(std::max(cpus.size(), r.mask.size()));
+    for (size_t w = 0; w < r.mask.size(); ++w) cpus[w] |= r.mask[w];
+  }
+  for (const auto& [machine, m] : machines) {
+    int ncpus = 0;
+    for (uint64_t w : m.second) ncpus += __builtin_popcountll(w);
+    if (m.first > ncpus) return true;
+  }
+  return false;
 }
 
 }  // namespace strata

@@ -3,6 +3,7 @@
 // groups of the level below inside one of its groups.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ struct Hierarchy {
   int nranks = 1;
   std::vector<Level> levels;  // levels[0] = node; groups of level i+1 are unions of level-i groups
   LinkModel top;              // links between the outermost groups
+  bool oversubscribed = false;  // some machine runs more ranks than it gives them CPUs
 
   // The ranks of rank r's group at level i, in rank order.
   std::vector<int> members(int level, int r) const;
@@ -48,5 +50,15 @@ int emulated_node(const std::vector<LevelSpec>& spec, int rank);
 // ("node:1us:6GB,island:500us:0.125GB", names as levels, "top" for the outermost links).
 Hierarchy build_hierarchy(const std::vector<std::string>& hosts, const std::vector<LevelSpec>& spec,
                           const std::string& link_model_spec);
+
+// One rank's CPUs: the machine it runs on and the CPUs it may run on (64 per word).
+struct RankCpus {
+  std::string machine;
+  std::vector<uint64_t> mask;
+};
+
+// True when some machine runs more of these ranks than the CPUs they may use together
+// (the union of their masks): ranks bound to separate cores are not oversubscribed.
+bool oversubscribed(const std::vector<RankCpus>& ranks);
 
 }  // namespace strata

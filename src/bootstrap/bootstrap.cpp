@@ -67,8 +67,10 @@ std::string host_identity() {
   gethostname(name, sizeof name - 1);
   struct stat st{};
   std::string netns = stat("/proc/self/ns/net", &st) == 0 ? std::to_string(st.st_ino) : "";
-  return std::string(name) + "/" + read_first_line("/proc/sys/kernel/random/boot_id") + "/" + netns;
+  return std::string(name) + "/" + machine_identity() + "/" + netns;
 }
+
+std::string machine_identity() { return read_first_line("/proc/sys/kernel/random/boot_id"); }
 
 void start_root(net::Fd listener, const Secret& secret, double timeout_s) {
   std::thread(serve_root, std::move(listener), secret, timeout_s).detach();

@@ -17,11 +17,17 @@ struct RankInfo {
   char host[160];        // host identity: ranks with the same one share memory
   int32_t tcp_nsocks;    // STRATA_TCP_NSOCKS of this rank
   int32_t force_tcp;     // STRATA_TRANSPORT=tcp on this rank
+  char machine[40];      // kernel boot id: ranks with the same one share CPUs, whatever their host
+  uint64_t cpus[16];     // CPUs this rank may run on (its affinity mask), one bit each
 };
 
 // This process's host identity: STRATA_HOST if set, else hostname, boot id and network
 // namespace (a different namespace is a different host).
 std::string host_identity();
+
+// The kernel this process runs on (its boot id): network namespaces and STRATA_HOST make
+// separate hosts, but not separate CPUs.
+std::string machine_identity();
 
 // Starts the root in a detached thread that owns `listener`; it serves one job of
 // whatever size the first joiner announces, then exits (or gives up after timeout_s).

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "algorithms/algorithms.hpp"
+#include "algorithms/tuner.hpp"
 
 namespace strata {
 namespace {
@@ -300,6 +301,29 @@ TEST(Plans, HierarchicalAllReduceUsesTheHierarchy) {
       if (s.kind == StepKind::send && h.levels[0].group[s.peer] != h.levels[0].group[r]) across += s.count;
     EXPECT_EQ(across, count / 2) << "rank " << r;
   }
+}
+
+TEST(Oversubscribed, CountsEachMachinesRanksAgainstTheUnionOfTheirCpus) {
+  const std::vector<uint64_t> cpu0{1}, cpu1{2}, both{3};
+  EXPECT_FALSE(oversubscribed({{"a", both}, {"a", both}}));
+  EXPECT_TRUE(oversubscribed({{"a", both}, {"a", both}, {"a", both}}));
+  EXPECT_FALSE(oversubscribed({{"a", cpu0}, {"a", cpu1}})) << "bound to separate cores";
+  EXPECT_TRUE(oversubscribed({{"a", cpu0}, {"a", cpu0}})) << "bound to the same core";
+  EXPECT_FALSE(oversubscribed({{"a", cpu0}, {"b", cpu0}})) << "CPU 0 of two machines";
+  EXPECT_TRUE(oversubscribed({{"a", both}, {"b", cpu0}, {"b", cpu0}})) << "one machine of two is enough";
+  EXPECT_FALSE(oversubscribed({{"a", {0, 1}}, {"a", {1, 0}}})) << "CPU 64 and CPU 0";
+}
+
+TEST(Tuner, BroadcastAvoidsThePipelinedChainOnOversubscribedMachines) {
+  Hierarchy h = build_hierarchy(std::vector<std::string>(4, "host"), {}, "");
+  CollArgs a{Collective::broadcast, size_t(2) << 20, 1, 0, 0, 4, false, 1, &h};
+  EXPECT_EQ(tune(a).algo, Algo::ring) << "a large broadcast pipelines along a chain when every rank has a core";
+  CollArgs ar = a;
+  ar.coll = Collective::all_reduce;
+  const Algo all_reduce_choice = tune(ar).algo;
+  h.oversubscribed = true;
+  EXPECT_EQ(tune(a).algo, Algo::tree);
+  EXPECT_EQ(tune(ar).algo, all_reduce_choice) << "only broadcast changes";
 }
 
 TEST(Plans, DefaultChoiceIsAlwaysSupported) {
