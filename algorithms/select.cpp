@@ -35,7 +35,7 @@ bool supports(Algo algo, Collective coll) {
       return coll == Collective::all_reduce || coll == Collective::reduce_scatter || coll == Collective::all_gather ||
              coll == Collective::broadcast || coll == Collective::reduce;
     case Algo::tree: return coll == Collective::broadcast || coll == Collective::reduce;
-    case Algo::recursive_doubling:
+    case Algo::recursive_doubling: return coll == Collective::all_reduce || coll == Collective::all_gather;
     case Algo::rabenseifner: return coll == Collective::all_reduce;
     case Algo::direct:
       return coll == Collective::all_reduce || coll == Collective::reduce_scatter || coll == Collective::all_gather ||

@@ -8,8 +8,8 @@ namespace strata {
 namespace {
 
 const LinkModel kDefaultLink{2e-6, 3e9};
-// Rate of a separate local reduction pass (dst op= src over memory); reductions fused into
-// a receive (recv_reduce) cost nothing extra in this model.
+// Rate of a separate local pass over memory (a reduction dst op= src, or a copy);
+// reductions fused into a receive (recv_reduce) cost nothing extra in this model.
 constexpr double kReduceBps = 4e9;
 
 int ceil_log2(int n) {
@@ -63,6 +63,8 @@ double flat_time(Algo algo, Collective coll, double bytes, int n, const LinkMode
     case Collective::reduce_scatter:
     case Collective::all_gather:  // bytes: the whole gathered vector
       if (algo == Algo::ring) return (n - 1) * (a + bytes / n / B);
+      if (algo == Algo::recursive_doubling)  // Bruck's all-gather: log rounds, then one local rotation
+        return ceil_log2(n) * a + (n - 1) * bytes / n / B + bytes / kReduceBps;
       return (n - 1) * a + (n - 1) * bytes / n / B + (coll == Collective::reduce_scatter ? (n - 1) * bytes / n / kReduceBps : 0);
     case Collective::broadcast:
     case Collective::reduce:

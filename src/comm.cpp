@@ -139,7 +139,7 @@ struct CommState {
     for (const auto& info : table) cpus.push_back({info.machine, std::vector<uint64_t>(std::begin(info.cpus), std::end(info.cpus))});
     s->hier.oversubscribed = oversubscribed(cpus);
     if (rank == 0) STRATA_INFO("hierarchy: %s%s", s->hier.describe().c_str(),
-                               s->hier.oversubscribed ? "; more ranks than CPUs on a machine (the tuner avoids pipelined chains)" : "");
+                               s->hier.oversubscribed ? "; more ranks than CPUs on a machine (the tuner avoids pipelined chains; idle ranks yield at once)" : "");
     s->rank = rank;
     s->nranks = nranks;
     s->cfg = cfg;
@@ -147,7 +147,7 @@ struct CommState {
     s->tag = tag;
     s->table = table;
     Mesh mesh = connect_mesh(rank, table, listener, secret, tag, cfg, net::deadline_after(cfg.timeout_s));
-    s->engine = std::make_unique<Engine>(rank, nranks, std::move(mesh), cfg);
+    s->engine = std::make_unique<Engine>(rank, nranks, std::move(mesh), cfg, s->hier.oversubscribed);
     return Comm(s);
   }
 

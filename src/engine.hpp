@@ -23,7 +23,8 @@ struct Buffers {
 
 class Engine {
  public:
-  Engine(int rank, int nranks, Mesh mesh, const Config& cfg);
+  // `oversubscribed`: a machine of the job runs more ranks than it gives them CPUs.
+  Engine(int rank, int nranks, Mesh mesh, const Config& cfg, bool oversubscribed = false);
   ~Engine();
 
   // Runs one plan to completion. After any failure the engine stays failed: this and every
@@ -53,6 +54,7 @@ class Engine {
   std::vector<Link*> active_;
   std::vector<bool> peer_left_;  // said goodbye
   std::exception_ptr failed_;
+  unsigned spins_before_yield_;
   std::atomic<bool> aborted_{false};
 };
 

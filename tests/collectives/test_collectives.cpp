@@ -82,7 +82,7 @@ std::vector<Config> configs() {
   for (int n : {3, 4, 7})
     v.push_back({"algo_rabenseifner_" + nn(n), n, {{"STRATA_ALGO", "rabenseifner"}}, {"--quick", "--medium", "--colls=all_reduce"}, 400});
   v.push_back({"algo_recursive_doubling_medium_n7", 7, {{"STRATA_ALGO", "recursive_doubling"}},
-               {"--medium", "--colls=all_reduce"}, 400});
+               {"--medium", "--colls=all_reduce,all_gather"}, 400});
   // Tiny shared-memory ring and chunks: wrap-around and many chunks per message.
   const std::map<std::string, std::string> tiny{{"STRATA_SHM_RING_BYTES", "4096"}, {"STRATA_CHUNK_BYTES", "4096"}};
   for (int n : sizes) v.push_back({"tinyring_" + nn(n), n, tiny, {"--quick", "--medium"}, 400});
