@@ -31,6 +31,9 @@ struct CollArgs {
   bool in_place;       // input and output are the same memory (in NCCL's sense)
   size_t chunk_count;  // pipelining unit, in elements
   const Hierarchy* hier = nullptr;  // for hierarchical plans; null or one group: flat
+  // The links forward reductions and the op has no finalize step: plans may use
+  // recv_reduce_send. Every rank of the call must see the same value.
+  bool forward = false;
 };
 
 // Power-of-two folding, as recursive doubling and Rabenseifner use it: the ranks taking

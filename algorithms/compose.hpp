@@ -31,6 +31,7 @@ inline void append_round(Plan& p, const Plan& sub, size_t round, const Placement
       case StepKind::send: p.send(s.peer, s.src, s.count); break;
       case StepKind::recv: p.recv(s.peer, s.dst, s.count); break;
       case StepKind::recv_reduce: p.recv_reduce(s.peer, s.src, s.dst, s.count); break;
+      case StepKind::recv_reduce_send: p.recv_reduce_send(s.peer, s.src, s.dst, s.count); break;
       case StepKind::copy: p.copy(s.src, s.dst, s.count); break;
       case StepKind::reduce: p.reduce(s.src, s.dst, s.count); break;
       case StepKind::finalize: p.finalize(s.dst, s.count); break;

@@ -42,10 +42,43 @@ Plan all_reduce_whole(const CollArgs& a) {
 // measured to help: their per-step transfers would shrink to 1/n MiB).
 constexpr size_t kPieceBytes = 1 << 20;
 
-Plan all_reduce(const CollArgs& a) {
+int two_rank_pieces(const CollArgs& a) {
   const size_t bytes = a.count * a.elem_size;
-  if (a.nranks != 2 || bytes < 4 * kPieceBytes) return all_reduce_whole(a);
-  const int pieces = static_cast<int>(std::min<size_t>(bytes / kPieceBytes, a.count));
+  return bytes < 4 * kPieceBytes ? 1 : static_cast<int>(std::min<size_t>(bytes / kPieceBytes, a.count));
+}
+
+// Two ranks, out of place, over a link that forwards: per piece a rank sends the half the
+// peer reduces, reduces its own half from the input and the peer's into the output while
+// forwarding each reduced bit back at once (from cache; nothing reads the output again),
+// then receives the peer's reduced half. One round: the link streams the pieces. Each
+// direction carries half 0, half 1, forward 0, half 2, forward 1, ...: a half runs one piece
+// ahead, so the peer has the next piece's half while it forwards this one. (In place a
+// piece's last receive would overwrite memory its first send reads; the pipelined plan
+// below serves that case.)
+Plan all_reduce_forwarding(const CollArgs& a) {
+  Plan p;
+  p.algo = "ring";
+  const int r = a.rank, peer = 1 - r, pieces = two_rank_pieces(a);
+  auto at = [&](int piece, Buf b, int half) {
+    const size_t off = block_begin(a.count, pieces, piece), c = block_size(a.count, pieces, piece);
+    return Ref{b, off + block_begin(c, 2, half)};
+  };
+  auto len = [&](int piece, int half) { return block_size(block_size(a.count, pieces, piece), 2, half); };
+  p.new_round();
+  p.send(peer, at(0, Buf::input, peer), len(0, peer));
+  for (int i = 0; i < pieces; ++i) {
+    if (i + 1 < pieces) p.send(peer, at(i + 1, Buf::input, peer), len(i + 1, peer));
+    p.recv_reduce_send(peer, at(i, Buf::input, r), at(i, Buf::output, r), len(i, r));
+    if (i > 0) p.recv(peer, at(i - 1, Buf::output, peer), len(i - 1, peer));
+  }
+  p.recv(peer, at(pieces - 1, Buf::output, peer), len(pieces - 1, peer));
+  return p;
+}
+
+Plan all_reduce(const CollArgs& a) {
+  if (a.nranks == 2 && a.forward && !a.in_place) return all_reduce_forwarding(a);
+  const int pieces = two_rank_pieces(a);
+  if (a.nranks != 2 || pieces == 1) return all_reduce_whole(a);
   std::vector<Plan> plans;
   std::vector<Placement> at;
   for (int i = 0; i < pieces; ++i) {

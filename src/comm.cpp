@@ -18,6 +18,7 @@
 #include "comm_info.hpp"
 #include "engine.hpp"
 #include "log.hpp"
+#include "reduce.hpp"
 #include "strata/strata.hpp"
 #include "validate.hpp"
 
@@ -109,8 +110,8 @@ struct CommState {
   Hierarchy hier;
   std::unique_ptr<Engine> engine;
   std::vector<char> scratch;
-  // Plans by (collective, count, element size, root, in place): calls repeat.
-  std::map<std::tuple<int, size_t, size_t, int, bool>, Plan> plans;
+  // Plans by (collective, count, element size, root, in place, forward): calls repeat.
+  std::map<std::tuple<int, size_t, size_t, int, bool, bool>, Plan> plans;
 
   std::mutex qm;
   std::condition_variable qcv;
@@ -258,12 +259,14 @@ struct CommState {
 
   // The tuner's (or STRATA_ALGO's) plan for this call, built once per distinct call.
   const Plan& plan_for(Collective coll, size_t count, size_t esz, int root, bool in_place, DataType type, ReduceOp op) {
-    auto key = std::make_tuple(static_cast<int>(coll), count, esz, root, in_place);
+    // Two ranks share one link, the same transport on both sides: they agree on `forward`.
+    const bool forward = nranks == 2 && !has_finalize(op) && engine->links_forward();
+    auto key = std::make_tuple(static_cast<int>(coll), count, esz, root, in_place, forward);
     if (auto it = plans.find(key); it != plans.end()) {
       STRATA_TRACE("%s: %zu x %s, cached plan %s", name(coll), count, name(type), it->second.algo);
       return it->second;
     }
-    CollArgs a{coll, count, esz, root, rank, nranks, in_place, std::max<size_t>(1, cfg.chunk_bytes / esz), &hier};
+    CollArgs a{coll, count, esz, root, rank, nranks, in_place, std::max<size_t>(1, cfg.chunk_bytes / esz), &hier, forward};
     Choice choice = tune(a);
     const char* why = "tuner";
     if (!cfg.algo.empty()) {

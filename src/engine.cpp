@@ -57,6 +57,12 @@ Engine::Engine(int rank, int nranks, Mesh mesh, const Config& cfg, bool oversubs
 
 Engine::~Engine() = default;
 
+bool Engine::links_forward() const {
+  for (const auto& l : mesh_.links)
+    if (l && !l->forwards()) return false;
+  return true;
+}
+
 void Engine::execute(const Plan& plan, const Buffers& bufs, DataType type, ReduceOp op) {
   if (failed_) std::rethrow_exception(failed_);
   try {
@@ -93,11 +99,16 @@ void Engine::run_round(const Plan& plan, size_t round, const Buffers& bufs, Data
       case StepKind::finalize: finalize(dst, s.count, type, op, nranks_); break;
       case StepKind::send:
       case StepKind::recv:
-      case StepKind::recv_reduce: {
+      case StepKind::recv_reduce:
+      case StepKind::recv_reduce_send: {
         Link* l = mesh_.links[static_cast<size_t>(s.peer)].get();
         if (!l) throw InternalError("plan step addresses this rank itself");
+        const bool forward = s.kind == StepKind::recv_reduce_send;
+        if (forward && (!l->forwards() || has_finalize(op)))
+          throw InternalError("plan forwards a reduction over a link or op that cannot");
         if (s.kind == StepKind::send) l->post_send(src, bytes);
-        else l->post_recv(dst, bytes, s.kind == StepKind::recv_reduce ? Reduction{fn, esz, src} : Reduction{});
+        else if (s.kind == StepKind::recv) l->post_recv(dst, bytes, {});
+        else l->post_recv(dst, bytes, Reduction{fn, esz, src, forward});
         active_.push_back(l);
         break;
       }

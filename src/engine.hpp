@@ -36,6 +36,8 @@ class Engine {
   // down so peers see this rank leave.
   void abort();
   // The transport to `peer` ("shm", "tcp", ...), or "self".
+  // Every link to a peer forwards reductions (Link::forwards).
+  bool links_forward() const;
   const char* link_name(int peer) const { return mesh_.links[static_cast<size_t>(peer)] ? mesh_.links[static_cast<size_t>(peer)]->name() : "self"; }
 
  private:

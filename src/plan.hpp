@@ -28,6 +28,10 @@ enum class StepKind : uint8_t {
   copy,         // src -> dst (skipped when they are the same memory)
   reduce,       // dst = dst (op) src, local
   finalize,     // the op's last step on dst (avg: divide by the number of ranks)
+  // recv_reduce, then dst is sent back to the same peer (after the sends posted before it);
+  // the link forwards each piece as it is reduced, while it is in cache. Only for links
+  // that forward (Link::forwards) and ops without a finalize step.
+  recv_reduce_send,
 };
 
 struct Step {
@@ -54,6 +58,7 @@ struct Plan {
   void recv_reduce(int peer, Ref dst, size_t n) { recv_reduce(peer, dst, dst, n); }
   // dst = local (op) incoming: the local operand is read where it is, not copied to dst first.
   void recv_reduce(int peer, Ref local, Ref dst, size_t n) { add({StepKind::recv_reduce, peer, local, dst, n}); }
+  void recv_reduce_send(int peer, Ref local, Ref dst, size_t n) { add({StepKind::recv_reduce_send, peer, local, dst, n}); }
   void copy(Ref src, Ref dst, size_t n) { add({StepKind::copy, -1, src, dst, n}); }
   void reduce(Ref src, Ref dst, size_t n) { add({StepKind::reduce, -1, src, dst, n}); }
   void finalize(Ref dst, size_t n) { add({StepKind::finalize, -1, {}, dst, n}); }

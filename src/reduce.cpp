@@ -50,7 +50,7 @@ ReduceFn reduce_fn(DataType type, ReduceOp op) {
 }
 
 void finalize(void* buf, size_t count, DataType type, ReduceOp op, int nranks) {
-  if (op != ReduceOp::avg || nranks == 1) return;
+  if (!has_finalize(op) || nranks == 1) return;
   switch (type) {
     case DataType::int8: return divide<int8_t>(buf, count, nranks);
     case DataType::uint8: return divide<uint8_t>(buf, count, nranks);

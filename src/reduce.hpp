@@ -17,5 +17,7 @@ bool use_avx2();
 
 // Applies the op's final step to `count` elements in place (avg: divide by nranks).
 void finalize(void* buf, size_t count, DataType type, ReduceOp op, int nranks);
+// Whether finalize() does anything for this op (avg).
+inline bool has_finalize(ReduceOp op) { return op == ReduceOp::avg; }
 
 }  // namespace strata

@@ -8,7 +8,8 @@
 // (dst = local op incoming) instead of overwriting it, which lets a transport reduce
 // straight from its own buffers, and the local operand may be another buffer (the
 // caller's input) so nobody copies it into dst first. Transports know nothing about
-// collectives.
+// collectives. A reducing receive may also forward its result back to the peer as it is
+// reduced (shared memory does), which saves reading it again to send it.
 #pragma once
 
 #include <poll.h>
@@ -27,9 +28,10 @@ struct Reduction {
   ReduceFn fn = nullptr;
   size_t elem_size = 1;
   const char* local = nullptr;  // the local operand: the destination itself, or disjoint from it
+  bool forward = false;         // send the reduced bytes back to the peer (Link::forwards)
   explicit operator bool() const { return fn != nullptr; }
   // The same reduction for the part of the receive that starts `off` bytes in.
-  Reduction from(size_t off) const { return {fn, elem_size, local ? local + off : nullptr}; }
+  Reduction from(size_t off) const { return {fn, elem_size, local ? local + off : nullptr, forward}; }
   // Reduces `bytes` of incoming data that belong `off` bytes into the receive at `dst`.
   void apply(char* dst, size_t off, const void* incoming, size_t bytes) const {
     fn(dst + off, local + off, incoming, bytes / elem_size);
@@ -49,6 +51,10 @@ class Link {
   virtual bool progress() = 0;
   // Nothing posted is outstanding.
   virtual bool idle() const = 0;
+  // Whether reducing receives may forward (Reduction::forward): the reduced bytes then
+  // follow, on this link's sending side, the sends posted before the receive, and precede
+  // those posted after it.
+  virtual bool forwards() const { return false; }
   // File descriptors worth sleeping on while this link waits (none for shared memory).
   virtual void wait_fds(std::vector<pollfd>& out) const {}
 

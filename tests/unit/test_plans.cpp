@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,10 @@ struct Transfer {
   size_t n;
   bool reduce;
   int* pending;
+  // recv_reduce_send: the send (data taken from `forwarded` once the receive is done) and
+  // the receive share `done`.
+  const Elem* forwarded = nullptr;
+  std::shared_ptr<bool> done = nullptr;
 };
 
 Elem merge(const Elem& a, const Elem& b) {
@@ -64,12 +69,13 @@ struct Case {
   const Hierarchy* hier = nullptr;
   std::string hier_name = "";
   size_t elem_size = 4;  // only the algorithms' size thresholds look at it
+  bool forward = false;  // CollArgs::forward
 };
 
 std::string describe(const Case& c) {
   return std::string(name(c.coll)) + "/" + name(c.algo) + " n=" + std::to_string(c.n) + " count=" +
          std::to_string(c.count) + " root=" + std::to_string(c.root) + (c.in_place ? " in-place" : "") +
-         (c.hier ? " hierarchy " + c.hier_name : "");
+         (c.hier ? " hierarchy " + c.hier_name : "") + (c.forward ? " forwarding" : "");
 }
 
 // Input and output element counts per rank, as the API defines them.
@@ -91,7 +97,7 @@ void run(const Case& c) {
   std::vector<RankSim> ranks(n);
   for (int r = 0; r < n; ++r) {
     RankSim& s = ranks[r];
-    CollArgs a{c.coll, c.count, c.elem_size, c.root, r, n, c.in_place, 3, c.hier};
+    CollArgs a{c.coll, c.count, c.elem_size, c.root, r, n, c.in_place, 3, c.hier, c.forward};
     s.plan = build_plan(c.algo, a);
     // Lay out the arena; in place, input and output share storage as the API defines.
     s.out = {0, out_n};
@@ -136,11 +142,19 @@ void run(const Case& c) {
               break;
             }
             case StepKind::recv:
-            case StepKind::recv_reduce: {
+            case StepKind::recv_reduce:
+            case StepKind::recv_reduce_send: {
               Elem* d = s.at(st.dst, st.count, "recv");
               written.push_back({static_cast<size_t>(d - s.arena.data()), st.count});
               const Elem* local = nullptr;
-              if (st.kind == StepKind::recv_reduce) {
+              std::shared_ptr<bool> done;
+              if (st.kind == StepKind::recv_reduce_send) {
+                // The send goes in the stream now, after the sends posted before it.
+                done = std::make_shared<bool>(false);
+                sends[{r, st.peer}].push_back({{}, nullptr, nullptr, st.count, false, &s.pending, d, done});
+                ++s.pending;
+              }
+              if (st.kind != StepKind::recv) {
                 local = s.at(st.src, st.count, "recv_reduce operand");
                 // The operand is read while the round runs: it is the destination itself, or
                 // memory nothing in this round writes.
@@ -149,7 +163,7 @@ void run(const Case& c) {
                   read.push_back({static_cast<size_t>(local - s.arena.data()), st.count});
                 }
               }
-              recvs[{st.peer, r}].push_back({{}, d, local, st.count, st.kind == StepKind::recv_reduce, &s.pending});
+              recvs[{st.peer, r}].push_back({{}, d, local, st.count, st.kind != StepKind::recv, &s.pending, nullptr, done});
               ++s.pending;
               break;
             }
@@ -170,11 +184,14 @@ void run(const Case& c) {
     for (auto& [key, q] : sends) {
       auto& rq = recvs[key];
       while (!q.empty() && !rq.empty()) {
+        if (q.front().forwarded && !*q.front().done) break;  // its receive has not finished
         Transfer s = std::move(q.front()), d = rq.front();
         q.pop_front();
         rq.pop_front();
         ASSERT_EQ(s.n, d.n) << "transfer " << key.first << "->" << key.second << " sizes differ";
+        if (s.forwarded) s.data.assign(s.forwarded, s.forwarded + s.n);
         for (size_t k = 0; k < s.n; ++k) d.dst[k] = d.reduce ? merge(d.local[k], s.data[k]) : s.data[k];
+        if (d.done) *d.done = true;
         --*s.pending;
         --*d.pending;
         progress = true;
@@ -268,6 +285,31 @@ TEST(Plans, PipelinedTwoRankRing) {
     }
   CollArgs a{Collective::all_reduce, 13, size_t(1) << 20, 0, 0, 2, false, 3, nullptr};
   EXPECT_EQ(build_plan(Algo::ring, a).rounds(), 14u) << "13 pieces of 2 rounds, overlapped";
+}
+
+// Over links that forward, a two-rank ring all-reduce out of place reduces and sends back
+// in one step per piece; in place keeps the plan above.
+TEST(Plans, ForwardingTwoRankRing) {
+  for (size_t elem : {size_t(4), size_t(1) << 20})
+    for (size_t count : {size_t(1), size_t(4), size_t(13), size_t(40)})
+      for (bool in_place : {false, true}) {
+        run({Collective::all_reduce, Algo::ring, 2, count, 0, in_place, nullptr, "", elem, true});
+        if (HasFatalFailure()) return;
+      }
+  CollArgs a{Collective::all_reduce, 13, size_t(1) << 20, 0, 0, 2, false, 3, nullptr, true};
+  long forwarding = 0;  // 13 one-element pieces: one rank reduces each
+  for (a.rank = 0; a.rank < 2; ++a.rank) {
+    Plan p = build_plan(Algo::ring, a);
+    EXPECT_EQ(p.rounds(), 1u);
+    forwarding += std::count_if(p.steps.begin(), p.steps.end(), [](const Step& s) { return s.kind == StepKind::recv_reduce_send; });
+  }
+  EXPECT_EQ(forwarding, 13) << "one forwarding receive per piece";
+  a.rank = 1;
+  a.in_place = true;
+  for (const Step& s : build_plan(Algo::ring, a).steps) EXPECT_NE(s.kind, StepKind::recv_reduce_send);
+  a.in_place = false;
+  a.forward = false;
+  for (const Step& s : build_plan(Algo::ring, a).steps) EXPECT_NE(s.kind, StepKind::recv_reduce_send);
 }
 
 // Large all-reduces on even nodes are pipelined pieces (1 MiB "elements" make a 13-element

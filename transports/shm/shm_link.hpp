@@ -63,6 +63,9 @@ class ShmLink final : public Link {
   void post_recv(void* buf, size_t bytes, const Reduction& reduce) override;
   bool progress() override;
   bool idle() const override { return sends_.empty() && recvs_.empty(); }
+  // Not with direct reads: a peer reading our memory could read a forward's bytes before
+  // they are reduced.
+  bool forwards() const override { return direct_min_ == 0; }
 
  private:
   struct Transfer {
@@ -73,6 +76,11 @@ class ShmLink final : public Link {
     bool announced = false;  // direct: the buffer's address is in the FIFO
     uint64_t seq = 0;        // direct send: complete when the peer's large_done reaches it
     uint64_t remote = 0;     // direct recv: the sender's address
+    // A forwarding receive's send (its buf is the receive's destination): `ready` bytes of
+    // it are reduced so far. The receive points at it with `forward`.
+    bool forward_slot = false;
+    size_t ready = 0;
+    Transfer* forward = nullptr;
   };
   struct Descriptor {
     uint64_t addr, len;
@@ -81,6 +89,10 @@ class ShmLink final : public Link {
   bool recv_some();
   // FIFO primitives: one message, whole or in pieces; return bytes moved.
   size_t fifo_write(const char* src, size_t len, size_t done);
+  // Up to `n` bytes of one message into the FIFO; `starts` aligns the message's start,
+  // `whole` writes all or nothing.
+  size_t fifo_put(const char* bytes, size_t n, bool starts, bool whole);
+  bool reduce_forward(Transfer& t);
   size_t fifo_read(char* dst, size_t len, size_t done, const Reduction& reduce);
   bool direct_read(Transfer& t);
 
@@ -97,6 +109,7 @@ class ShmLink final : public Link {
   std::vector<char> staging_;  // a direct reducing receive reads here, then reduces
   size_t stream_min_;             // receives this large write with non-temporal stores (0: never)
   std::vector<char> stream_tmp_;  // a streamed reduction's piece, before it is written out
+  std::vector<char> forward_tmp_;  // a forwarding receive's reduced piece (cache-sized)
 };
 
 }  // namespace strata
