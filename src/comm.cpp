@@ -111,7 +111,11 @@ struct CommState {
   std::unique_ptr<Engine> engine;
   std::vector<char> scratch;
   // Plans by (collective, count, element size, root, in place, forward): calls repeat.
-  std::map<std::tuple<int, size_t, size_t, int, bool, bool>, Plan> plans;
+  struct CachedPlan {
+    Plan plan;
+    StoreChooser stores;  // learnt over this plan's calls
+  };
+  std::map<std::tuple<int, size_t, size_t, int, bool, bool>, CachedPlan> plans;
 
   std::mutex qm;
   std::condition_variable qcv;
@@ -251,19 +255,20 @@ struct CommState {
   void execute(Collective coll, const void* in, void* out, size_t count, DataType type, ReduceOp op, int root,
                bool in_place) {
     log::set_thread_rank(rank);
-    const Plan& plan = plan_for(coll, count, size_of(type), root, in_place, type, op);
-    size_t need = plan.scratch_count * size_of(type);
+    CachedPlan& cached = plan_for(coll, count, size_of(type), root, in_place, type, op);
+    size_t need = cached.plan.scratch_count * size_of(type);
     if (scratch.size() < need) scratch.resize(need);
-    engine->execute(plan, Buffers{in, out, scratch.data()}, type, op);
+    StoreChooser* stores = count * size_of(type) >= StoreChooser::kMinBytes ? &cached.stores : nullptr;
+    engine->execute(cached.plan, Buffers{in, out, scratch.data()}, type, op, stores);
   }
 
   // The tuner's (or STRATA_ALGO's) plan for this call, built once per distinct call.
-  const Plan& plan_for(Collective coll, size_t count, size_t esz, int root, bool in_place, DataType type, ReduceOp op) {
+  CachedPlan& plan_for(Collective coll, size_t count, size_t esz, int root, bool in_place, DataType type, ReduceOp op) {
     // Two ranks share one link, the same transport on both sides: they agree on `forward`.
     const bool forward = nranks == 2 && !has_finalize(op) && engine->links_forward();
     auto key = std::make_tuple(static_cast<int>(coll), count, esz, root, in_place, forward);
     if (auto it = plans.find(key); it != plans.end()) {
-      STRATA_TRACE("%s: %zu x %s, cached plan %s", name(coll), count, name(type), it->second.algo);
+      STRATA_TRACE("%s: %zu x %s, cached plan %s", name(coll), count, name(type), it->second.plan.algo);
       return it->second;
     }
     CollArgs a{coll, count, esz, root, rank, nranks, in_place, std::max<size_t>(1, cfg.chunk_bytes / esz), &hier, forward};
@@ -279,7 +284,7 @@ struct CommState {
     STRATA_INFO("%s: %zu x %s %s root %d: %s (%s), predicted %.1f us, %zu rounds", name(coll), count, name(type),
                 name(op), root, plan.algo, why, predict(choice.algo, a) * 1e6, plan.rounds());
     if (plans.size() >= 256) plans.clear();  // bounded: sizes sweeps should not grow it forever
-    return plans.emplace(key, std::move(plan)).first->second;
+    return plans.emplace(key, CachedPlan{std::move(plan), {}}).first->second;
   }
 
   Request collective(bool blocking, const char* call, Collective coll, const void* in, void* out, size_t count,

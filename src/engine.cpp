@@ -63,10 +63,18 @@ bool Engine::links_forward() const {
   return true;
 }
 
-void Engine::execute(const Plan& plan, const Buffers& bufs, DataType type, ReduceOp op) {
+void Engine::execute(const Plan& plan, const Buffers& bufs, DataType type, ReduceOp op, StoreChooser* stores) {
   if (failed_) std::rethrow_exception(failed_);
+  const bool streaming = stores && stores->streaming();
+  if (streaming != streaming_stores_) {
+    for (auto& l : mesh_.links)
+      if (l) l->set_streaming_stores(streaming);
+    streaming_stores_ = streaming;
+  }
+  const auto t0 = Clock::now();
   try {
     for (size_t r = 0; r < plan.rounds(); ++r) run_round(plan, r, bufs, type, op);
+    if (stores) stores->record(streaming, std::chrono::duration<double>(Clock::now() - t0).count());
   } catch (const PeerError& e) {
     try {
       prefer_abort_notice();

@@ -11,6 +11,7 @@
 #include "mesh.hpp"
 #include "plan.hpp"
 #include "reduce.hpp"
+#include "store_chooser.hpp"
 #include "strata/types.hpp"
 
 namespace strata {
@@ -29,7 +30,8 @@ class Engine {
 
   // Runs one plan to completion. After any failure the engine stays failed: this and every
   // later call throws the first error (the links' byte streams are no longer in step).
-  void execute(const Plan& plan, const Buffers& bufs, DataType type, ReduceOp op);
+  // `stores`: this call's choice of FIFO stores is made and timed there (null: ordinary).
+  void execute(const Plan& plan, const Buffers& bufs, DataType type, ReduceOp op, StoreChooser* stores = nullptr);
   // Tells every peer this rank is leaving on purpose (destroy), so they do not report it.
   void say_goodbye();
   // Callable from any thread: running and later operations fail, connections are shut
@@ -58,6 +60,7 @@ class Engine {
   std::exception_ptr failed_;
   unsigned spins_before_yield_;
   std::atomic<bool> aborted_{false};
+  bool streaming_stores_ = false;  // what the links were last told
 };
 
 }  // namespace strata

@@ -55,6 +55,9 @@ class Link {
   // follow, on this link's sending side, the sends posted before the receive, and precede
   // those posted after it.
   virtual bool forwards() const { return false; }
+  // Large copies into memory the peer reads (shm's FIFO) use non-temporal stores from now
+  // on (src/store_chooser.hpp says when that pays); other transports ignore it.
+  virtual void set_streaming_stores(bool on) {}
   // File descriptors worth sleeping on while this link waits (none for shared memory).
   virtual void wait_fds(std::vector<pollfd>& out) const {}
 

@@ -165,8 +165,13 @@ size_t ShmLink::fifo_put(const char* bytes, size_t want, bool starts, bool whole
   if (whole && n < want) return 0;
   uint64_t pos = start % cap;
   uint64_t first = std::min(n, cap - pos);
-  std::memcpy(out_->data() + pos, bytes, first);
-  if (n > first) std::memcpy(out_->data(), bytes + first, n - first);
+  if (streaming_stores_ && n >= 4096) {
+    copy_streaming(out_->data() + pos, bytes, first);
+    if (n > first) copy_streaming(out_->data(), bytes + first, n - first);
+  } else {
+    std::memcpy(out_->data() + pos, bytes, first);
+    if (n > first) std::memcpy(out_->data(), bytes + first, n - first);
+  }
   head_ = start + n;
   out_->head.store(head_, std::memory_order_release);
   return n;
