@@ -195,7 +195,9 @@ struct CommState {
   }
 
   // A blocking call runs on the caller's thread when nothing is queued before it.
-  void run_now(const std::function<void()>& fn) {
+  // A template, not std::function: a blocking call's closure is not allocated per call.
+  template <class Fn>
+  void run_now(const Fn& fn) {
     std::unique_lock lk(qm);
     if (!queue.empty() || busy) {
       lk.unlock();
@@ -204,7 +206,12 @@ struct CommState {
     }
     busy = true;
     lk.unlock();
-    std::exception_ptr e = run_caught(fn);
+    std::exception_ptr e;
+    try {
+      fn();
+    } catch (...) {
+      e = std::current_exception();
+    }
     lk.lock();
     busy = false;
     qcv.notify_all();

@@ -71,7 +71,7 @@ void Engine::execute(const Plan& plan, const Buffers& bufs, DataType type, Reduc
       if (l) l->set_streaming_stores(streaming);
     streaming_stores_ = streaming;
   }
-  const auto t0 = Clock::now();
+  const auto t0 = stores ? Clock::now() : Clock::time_point{};
   try {
     for (size_t r = 0; r < plan.rounds(); ++r) run_round(plan, r, bufs, type, op);
     if (stores) stores->record(streaming, std::chrono::duration<double>(Clock::now() - t0).count());
