@@ -41,6 +41,30 @@ double chain_time(double bytes, int n, const LinkModel& l, size_t* chunk) {
   return (std::ceil(bytes / c) + n - 2) * (l.latency_s + c / l.bandwidth_Bps);
 }
 
+// With more ranks than CPUs, every round in which a rank waits for a peer also waits for
+// the scheduler to run that peer: a round of short messages costs about a context switch
+// or two on top of them. (4 ranks on 2 cores, 32 B-2 KiB: direct all_gather and
+// reduce_scatter, one round, 1.06-1.23x faster than the ring or Bruck's; from 2 KiB per
+// peer on the ring caught up, and at 8 KiB it was 2-3x faster; docs/benchmarks.md.)
+// Charged for reduce_scatter and all_gather only: for all_reduce the same charge picked
+// the direct plan over recursive doubling, and that measured 0.68-0.84x.
+constexpr double kOversubscribedRound_s = 5e-6;
+constexpr double kOversubscribedShortBytes = 2048;  // per peer: shorter messages pay the rounds
+
+int waiting_rounds(Algo algo, Collective coll, int n) {
+  const Fold fold(n);
+  const int folding = fold.rem ? 2 : 0;
+  switch (algo) {
+    case Algo::direct: return coll == Collective::barrier ? ceil_log2(n) : 1;
+    case Algo::ring: return coll == Collective::all_reduce ? 2 * (n - 1) : n - 1;
+    case Algo::tree: return ceil_log2(n);
+    case Algo::recursive_doubling: return coll == Collective::all_gather ? ceil_log2(n) : ceil_log2(fold.pow2) + folding;
+    case Algo::rabenseifner: return 2 * ceil_log2(fold.pow2) + folding;
+    case Algo::hierarchical: return 0;  // not modelled
+  }
+  return 0;
+}
+
 double tree_time(double bytes, int n, const LinkModel& l) { return ceil_log2(n) * (l.latency_s + bytes / l.bandwidth_Bps); }
 
 double flat_time(Algo algo, Collective coll, double bytes, int n, const LinkModel& l, size_t* chunk) {
@@ -95,7 +119,13 @@ double predict(Algo algo, const CollArgs& a) {
   double bytes = static_cast<double>(a.count) * a.elem_size;
   if (a.coll == Collective::reduce_scatter || a.coll == Collective::all_gather || a.coll == Collective::all_to_all)
     bytes *= n;
-  if (algo != Algo::hierarchical) return flat_time(algo, a.coll, bytes, n, cross_link(h), nullptr);
+  if (algo != Algo::hierarchical) {
+    const double per_peer = bytes == static_cast<double>(a.count) * a.elem_size ? bytes : bytes / n;
+    const bool short_rounds = h.oversubscribed && n > 1 && per_peer < kOversubscribedShortBytes &&
+                              (a.coll == Collective::reduce_scatter || a.coll == Collective::all_gather);
+    return flat_time(algo, a.coll, bytes, n, cross_link(h), nullptr) +
+           (short_rounds ? waiting_rounds(algo, a.coll, n) * kOversubscribedRound_s : 0);
+  }
 
   int g, k;
   node_shape(h, &g, &k);

@@ -368,6 +368,24 @@ TEST(Tuner, BroadcastAvoidsThePipelinedChainOnOversubscribedMachines) {
   EXPECT_EQ(tune(ar).algo, all_reduce_choice) << "only broadcast changes";
 }
 
+TEST(Tuner, ShortReduceScatterAndAllGatherTakeOneRoundOnOversubscribedMachines) {
+  Hierarchy h = build_hierarchy(std::vector<std::string>(4, "host"), {}, "");
+  for (Collective coll : {Collective::reduce_scatter, Collective::all_gather}) {
+    CollArgs a{coll, 32, 4, 0, 0, 4, false, 1, &h};  // 128 B per peer
+    h.oversubscribed = false;
+    EXPECT_NE(tune(a).algo, Algo::direct) << name(coll);
+    h.oversubscribed = true;
+    EXPECT_EQ(tune(a).algo, Algo::direct) << name(coll);
+    a.count = 4096;  // 16 KiB per peer: bandwidth matters more than rounds
+    EXPECT_EQ(tune(a).algo, Algo::ring) << name(coll);
+  }
+  CollArgs ar{Collective::all_reduce, 8, 4, 0, 0, 4, false, 1, &h};
+  h.oversubscribed = false;
+  const Algo choice = tune(ar).algo;
+  h.oversubscribed = true;
+  EXPECT_EQ(tune(ar).algo, choice) << "all_reduce is not charged";
+}
+
 TEST(Plans, DefaultChoiceIsAlwaysSupported) {
   for (int c = 0; c <= static_cast<int>(Collective::barrier); ++c)
     for (size_t count : {size_t(1), size_t(1000), size_t(1) << 24})
