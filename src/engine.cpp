@@ -77,7 +77,7 @@ void Engine::execute(const Plan& plan, const Buffers& bufs, DataType type, Reduc
     if (stores) stores->record(streaming, std::chrono::duration<double>(Clock::now() - t0).count());
   } catch (const PeerError& e) {
     try {
-      prefer_abort_notice();
+      prefer_abort_notice(e.peer());
     } catch (const PeerError& notice) {
       fail(std::current_exception(), notice.peer());
       throw;
@@ -138,7 +138,12 @@ void Engine::wait_links() {
     bool moved = false, all_idle = true;
     for (Link* l : active_) {
       if (l->idle()) continue;
-      moved |= l->progress();
+      try {
+        moved |= l->progress();
+      } catch (const PeerError&) {
+        if (peer_left_[static_cast<size_t>(l->peer())]) throw departed(l->peer());
+        throw;
+      }
       all_idle &= l->idle();
     }
     if (all_idle) return;
@@ -155,6 +160,12 @@ void Engine::wait_links() {
       check_control();
       last_check = now;
     }
+    // A peer that said goodbye sends nothing more, but what it sent before may still be on
+    // its way (on another socket than the goodbye, or in a FIFO polled before the goodbye
+    // was read): a receive from it fails once nothing has moved for a short while.
+    if (now - last_progress > std::chrono::milliseconds(200))
+      for (Link* l : active_)
+        if (!l->idle() && peer_left_[static_cast<size_t>(l->peer())]) throw departed(l->peer());
     if (now - last_progress > timeout) fail_stuck();
     fds.clear();
     bool all_fd = true;
@@ -189,11 +200,7 @@ void Engine::check_control() {
     Notice n{};
     ssize_t r = ::recv(fds[i].fd, &n, sizeof n, MSG_DONTWAIT | MSG_WAITALL);
     if (r == static_cast<ssize_t>(sizeof n) && n.kind == 'B') {
-      peer_left_[j] = true;
-      for (Link* l : active_)
-        if (l->peer() == j && !l->idle())
-          throw PeerError(j, "rank " + std::to_string(j) + " destroyed the communicator while rank " +
-                                 std::to_string(rank_) + " still expected data from it");
+      peer_left_[j] = true;  // a transfer still waiting on it fails in wait_links
       continue;
     }
     if (r == static_cast<ssize_t>(sizeof n) && n.kind == 'A') {
@@ -204,7 +211,7 @@ void Engine::check_control() {
   }
 }
 
-void Engine::prefer_abort_notice() {
+void Engine::prefer_abort_notice(int culprit) {
   for (int j = 0; j < nranks_; ++j) {
     if (!mesh_.control[j].valid() || peer_left_[j]) continue;
     Notice n{};
@@ -212,6 +219,7 @@ void Engine::prefer_abort_notice() {
     if (r == static_cast<ssize_t>(sizeof n) && n.kind == 'A') {
       throw abort_notice_error(n, j);
     }
+    if (r == static_cast<ssize_t>(sizeof n) && n.kind == 'B' && j == culprit) throw departed(j);
   }
 }
 
@@ -232,6 +240,11 @@ void Engine::fail(std::exception_ptr e, int culprit) {
   Notice n{'A', {}, culprit};
   for (int j = 0; j < nranks_; ++j)
     if (mesh_.control[j].valid()) (void)::send(mesh_.control[j].get(), &n, sizeof n, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+PeerError Engine::departed(int peer) const {
+  return PeerError(peer, "rank " + std::to_string(peer) + " destroyed the communicator while rank " +
+                             std::to_string(rank_) + " still expected data from it");
 }
 
 void Engine::say_goodbye() {

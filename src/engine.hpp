@@ -46,10 +46,12 @@ class Engine {
   void run_round(const Plan& plan, size_t round, const Buffers& bufs, DataType type, ReduceOp op);
   void wait_links();
   void check_control();  // throws on a dead, departed or aborting peer
-  // After a link failed: an abort notice already waiting names the real culprit better
-  // than the link's peer, which may only have exited because of it.
-  void prefer_abort_notice();
+  // After a link to `culprit` failed: an abort notice already waiting names the real
+  // culprit better than the link's peer, which may only have exited because of it; a
+  // goodbye from the culprit says it destroyed the communicator.
+  void prefer_abort_notice(int culprit);
   [[noreturn]] void fail_stuck();
+  PeerError departed(int peer) const;  // the error for a transfer a departed peer left unfinished
   void fail(std::exception_ptr e, int culprit);
 
   int rank_, nranks_;

@@ -9,6 +9,8 @@
 //            all_reduce nobody else joins yet; ranks 1 and 2 call all_reduce afterwards
 //            (the first may complete with rank 0's already delivered data; a later one
 //            must fail).
+//   departs: rank 1 destroys the communicator instead of joining an all_reduce; the
+//            others must catch a PeerError naming it, long before STRATA_TIMEOUT.
 //
 // Exit codes: 3 caught the expected error (survivor), 0 the stuck rank finished,
 // 4 no error where one was expected, 5 an all_reduce returned a wrong result,
@@ -162,6 +164,24 @@ int mode_stuck(Comm& comm) {
   return 4;
 }
 
+int mode_departs(Comm& comm) {
+  std::vector<float> x(1 << 20, 1.0f), y(1 << 20);
+  comm.barrier();
+  if (comm.rank() == 1) {
+    comm.destroy();
+    fprintf(stderr, "DEPARTED\n");
+    return 0;
+  }
+  double t = mono_s();
+  try {
+    comm.all_reduce(x.data(), y.data(), x.size(), DataType::float32, ReduceOp::sum);
+  } catch (const Error& e) {
+    report("CAUGHT", e, mono_s() - t);
+    after_error(comm);
+  }
+  return 4;
+}
+
 int mode_abort(Comm& comm) {
   const int rank = comm.rank();
   std::vector<float> x(4096, static_cast<float>(rank + 1)), y(4096);
@@ -242,6 +262,7 @@ int main(int argc, char** argv) {
     if (mode == "killed") return mode_killed(comm);
     if (mode == "stuck") return mode_stuck(comm);
     if (mode == "abort") return mode_abort(comm);
+    if (mode == "departs") return mode_departs(comm);
   } catch (const Error& e) {
     report("UNEXPECTED", e, 0);
     return 11;

@@ -56,6 +56,32 @@ TEST(Failure, StuckRankTimesOut) {
   EXPECT_FALSE(marker_line(p1, "STUCK-RANK-DONE").empty()) << j.dump();
 }
 
+// A goodbye arrives on the control socket, perhaps before the data the peer sent earlier
+// on its data link: a receive waits a little for that data, then fails naming the peer.
+TEST(Failure, DepartedRankIsNamed) {
+  const int T = 30, n = 3;
+  for (const char* transport : {"shm", "tcp"}) {
+    Job j = spawn_job(n, "departs", T, {{"STRATA_TRANSPORT", transport}}, T + 20);
+    ASSERT_EQ(j.ranks.size(), size_t(n));
+    for (int r : {0, 2}) {
+      const ProcResult& p = j.ranks[r];
+      std::string caught = marker_line(p, "CAUGHT");
+      std::cout << transport << " rank " << r << ": " << p.describe() << "\n  " << caught << "\n";
+      EXPECT_TRUE(p.exited && p.exit_code == 3) << "rank " << r << ": " << p.describe() << "\n" << j.dump();
+      ASSERT_FALSE(caught.empty()) << "rank " << r << " caught no strata::Error\n" << j.dump();
+      EXPECT_EQ(field(caught, "class"), "PeerError") << caught;
+      EXPECT_EQ(field(caught, "peer"), "1") << caught;
+      // Said by rank 1's link, or by the other survivor's abort notice.
+      EXPECT_TRUE(caught.find("rank 1 destroyed the communicator") != std::string::npos ||
+                  caught.find("rank 1 failed or stopped (reported by rank") != std::string::npos)
+          << caught;
+      EXPECT_LE(num(field(caught, "after")), 5.0) << "not reported promptly: " << caught;
+      check_after_error(p, r);
+    }
+    EXPECT_FALSE(marker_line(j.ranks[1], "DEPARTED").empty()) << j.dump();
+  }
+}
+
 TEST(Failure, AbortWakesWaiterAndPeers) {
   const int T = 20, n = 3;
   Job j = spawn_job(n, "abort", T, {}, T + 20);
