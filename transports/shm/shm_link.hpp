@@ -28,7 +28,7 @@ struct ShmRing {
 // the receiver reads it straight from the sender's memory (process_vm_readv, one copy;
 // a reduction reads cache-sized pieces and reduces them at once). Used when the receiver
 // proved at setup that it may read the peer's memory, for transfers of at least
-// STRATA_SHM_DIRECT_BYTES (default 64 KiB; 0 turns it off).
+// STRATA_SHM_DIRECT_BYTES (default 0: off). Links that read directly do not forward.
 
 // A mapped segment with `nrings` FIFOs. The creator unlinks the name once peers have
 // mapped it, so nothing stays in /dev/shm after the job.
