@@ -51,18 +51,14 @@ double chain_time(double bytes, int n, const LinkModel& l, size_t* chunk) {
 constexpr double kOversubscribedRound_s = 5e-6;
 constexpr double kOversubscribedShortBytes = 2048;  // per peer: shorter messages pay the rounds
 
-int waiting_rounds(Algo algo, Collective coll, int n) {
-  const Fold fold(n);
-  const int folding = fold.rem ? 2 : 0;
+// Rounds of a reduce_scatter or all_gather in which a rank waits for a peer.
+int waiting_rounds(Algo algo, int n) {
   switch (algo) {
-    case Algo::direct: return coll == Collective::barrier ? ceil_log2(n) : 1;
-    case Algo::ring: return coll == Collective::all_reduce ? 2 * (n - 1) : n - 1;
-    case Algo::tree: return ceil_log2(n);
-    case Algo::recursive_doubling: return coll == Collective::all_gather ? ceil_log2(n) : ceil_log2(fold.pow2) + folding;
-    case Algo::rabenseifner: return 2 * ceil_log2(fold.pow2) + folding;
-    case Algo::hierarchical: return 0;  // not modelled
+    case Algo::direct: return 1;
+    case Algo::ring: return n - 1;
+    case Algo::recursive_doubling: return ceil_log2(n);  // Bruck's all_gather
+    default: return 0;
   }
-  return 0;
 }
 
 double tree_time(double bytes, int n, const LinkModel& l) { return ceil_log2(n) * (l.latency_s + bytes / l.bandwidth_Bps); }
@@ -120,11 +116,12 @@ double predict(Algo algo, const CollArgs& a) {
   if (a.coll == Collective::reduce_scatter || a.coll == Collective::all_gather || a.coll == Collective::all_to_all)
     bytes *= n;
   if (algo != Algo::hierarchical) {
-    const double per_peer = bytes == static_cast<double>(a.count) * a.elem_size ? bytes : bytes / n;
-    const bool short_rounds = h.oversubscribed && n > 1 && per_peer < kOversubscribedShortBytes &&
-                              (a.coll == Collective::reduce_scatter || a.coll == Collective::all_gather);
+    // reduce_scatter/all_gather: `count` is one rank's block, what each peer exchanges.
+    const bool short_rounds = h.oversubscribed && n > 1 &&
+                              (a.coll == Collective::reduce_scatter || a.coll == Collective::all_gather) &&
+                              static_cast<double>(a.count) * a.elem_size < kOversubscribedShortBytes;
     return flat_time(algo, a.coll, bytes, n, cross_link(h), nullptr) +
-           (short_rounds ? waiting_rounds(algo, a.coll, n) * kOversubscribedRound_s : 0);
+           (short_rounds ? waiting_rounds(algo, n) * kOversubscribedRound_s : 0);
   }
 
   int g, k;

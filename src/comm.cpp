@@ -175,7 +175,8 @@ struct CommState {
     }
   }
 
-  static std::exception_ptr run_caught(const std::function<void()>& fn) {
+  template <class Fn>
+  static std::exception_ptr run_caught(const Fn& fn) {
     try {
       fn();
     } catch (...) {
@@ -206,12 +207,7 @@ struct CommState {
     }
     busy = true;
     lk.unlock();
-    std::exception_ptr e;
-    try {
-      fn();
-    } catch (...) {
-      e = std::current_exception();
-    }
+    std::exception_ptr e = run_caught(fn);
     lk.lock();
     busy = false;
     qcv.notify_all();

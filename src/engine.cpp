@@ -53,15 +53,11 @@ Engine::Engine(int rank, int nranks, Mesh mesh, const Config& cfg, bool oversubs
       spins_before_yield_(oversubscribed ? 1 : 64) {
   for (auto& fd : mesh_.control)
     if (fd.valid()) net::set_nonblocking(fd.get());
+  for (const auto& l : mesh_.links)
+    if (l && !l->forwards()) links_forward_ = false;
 }
 
 Engine::~Engine() = default;
-
-bool Engine::links_forward() const {
-  for (const auto& l : mesh_.links)
-    if (l && !l->forwards()) return false;
-  return true;
-}
 
 void Engine::execute(const Plan& plan, const Buffers& bufs, DataType type, ReduceOp op, StoreChooser* stores) {
   if (failed_) std::rethrow_exception(failed_);

@@ -37,9 +37,9 @@ class Engine {
   // Callable from any thread: running and later operations fail, connections are shut
   // down so peers see this rank leave.
   void abort();
-  // The transport to `peer` ("shm", "tcp", ...), or "self".
   // Every link to a peer forwards reductions (Link::forwards).
-  bool links_forward() const;
+  bool links_forward() const { return links_forward_; }
+  // The transport to `peer` ("shm", "tcp", ...), or "self".
   const char* link_name(int peer) const { return mesh_.links[static_cast<size_t>(peer)] ? mesh_.links[static_cast<size_t>(peer)]->name() : "self"; }
 
  private:
@@ -63,6 +63,7 @@ class Engine {
   unsigned spins_before_yield_;
   std::atomic<bool> aborted_{false};
   bool streaming_stores_ = false;  // what the links were last told
+  bool links_forward_ = true;      // set once: the links do not change
 };
 
 }  // namespace strata
