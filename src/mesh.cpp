@@ -155,8 +155,9 @@ std::vector<uint8_t> agree_transports(Mesh& m, int rank, const std::vector<RankI
 // from the blobs received.
 void connect_by_blobs(Mesh& m, LinkSetup& setup, int rank, const std::vector<RankInfo>& table, const std::vector<int>& peers,
                       net::Deadline deadline) {
+  auto same_host = [&](int j) { return std::strncmp(table[rank].host, table[j].host, sizeof table[j].host) == 0; };
   for (int j : peers) {
-    std::vector<char> blob = setup.local_info(j);
+    std::vector<char> blob = setup.local_info(j, same_host(j));
     uint32_t len = static_cast<uint32_t>(blob.size());
     net::send_all(m.control[j].get(), &len, sizeof len, deadline, peer_name(j));
     net::send_all(m.control[j].get(), blob.data(), blob.size(), deadline, peer_name(j));
@@ -167,7 +168,7 @@ void connect_by_blobs(Mesh& m, LinkSetup& setup, int rank, const std::vector<Ran
     if (len == 0 || len > (1u << 20)) throw SystemError("unexpected connection info from " + peer_name(j));
     std::vector<char> blob(len);
     net::recv_all(m.control[j].get(), blob.data(), len, deadline, peer_name(j));
-    m.links[j] = setup.connect(j, blob, std::strncmp(table[rank].host, table[j].host, sizeof table[j].host) == 0);
+    m.links[j] = setup.connect(j, blob, same_host(j));
   }
   // Nobody goes on (and could finish and tear down its side, e.g. the shared-memory FIFO a
   // UCX endpoint attaches to) before every peer has connected to it.

@@ -73,8 +73,9 @@ class Link {
 class LinkSetup {
  public:
   virtual ~LinkSetup() = default;
-  // The bytes to send to `peer` (e.g. a worker address, queue-pair numbers).
-  virtual std::vector<char> local_info(int peer) = 0;
+  // The bytes to send to `peer` (e.g. a worker address, queue-pair numbers); `same_host`:
+  // the peer shares this host.
+  virtual std::vector<char> local_info(int peer, bool same_host) = 0;
   // The link to `peer` from what it sent (checked; SystemError if malformed); `same_host`:
   // the peer shares this host.
   virtual std::unique_ptr<Link> connect(int peer, const std::vector<char>& remote, bool same_host) = 0;

@@ -91,7 +91,7 @@ TEST(IbverbsDevice, LoopbackLinkTransfersAndReduces) {
   strata::Config cfg = strata::Config::from_env();
   auto a = strata::ibverbs::Setup::create(0, 2, cfg);
   auto b = strata::ibverbs::Setup::create(1, 2, cfg);
-  std::vector<char> ia = a->local_info(1), ib = b->local_info(0);
+  std::vector<char> ia = a->local_info(1, false), ib = b->local_info(0, false);
   auto la = a->connect(1, ib, true);
   auto lb = b->connect(0, ia, true);
   const size_t n = (8 << 20) / sizeof(float) + 13;

@@ -42,7 +42,8 @@ TEST_P(UcxCollectives, AllRanksPass) {
 
 std::vector<Config> configs() {
   std::vector<Config> v;
-  // Over UCX's shared memory (posix/sysv FIFOs, cma for large messages).
+  // Over UCX's shared memory (posix/sysv FIFOs for tag messages, puts into posix segments
+  // for chunks of 16 KiB and more).
   v.push_back({"sm_n2", 2, kUcxSm, {"--quick", "--medium"}});
   v.push_back({"sm_n3", 3, kUcxSm, {"--quick", "--medium"}});
   v.push_back({"sm_n4", 4, kUcxSm, {"--quick", "--medium"}});
@@ -54,11 +55,21 @@ std::vector<Config> configs() {
                with(kUcxSm, {{"STRATA_UCX_CHUNK_BYTES", "4096"}, {"STRATA_UCX_STAGING_CHUNKS", "1"},
                              {"STRATA_CHUNK_BYTES", "4096"}}),
                {"--quick", "--medium", "--no-misc"}});
+  // Puts of 16 KiB chunks into a single slot: every put waits for the credit of the one
+  // before, and transfers end with a chunk small enough to go as a tag message.
+  v.push_back({"sm_puts_one_slot_n3", 3,
+               with(kUcxSm, {{"STRATA_UCX_CHUNK_BYTES", "16384"}, {"STRATA_UCX_STAGING_CHUNKS", "1"}}),
+               {"--quick", "--medium", "--no-misc"}});
+  // Without puts: large chunks go by rendezvous (cma).
+  v.push_back({"sm_no_puts_n3", 3, with(kUcxSm, {{"STRATA_UCX_PUTS", "0"}}), {"--quick", "--medium"}});
   // Over UCX's tcp on loopback.
   v.push_back({"tcp_n2", 2, kUcxTcp, {"--quick", "--medium"}});
   v.push_back({"tcp_n3", 3, kUcxTcp, {"--quick"}});
   v.push_back({"tcp_n4", 4, kUcxTcp, {"--quick", "--medium"}});
   v.push_back({"tcp_big_n3", 3, kUcxTcp, {"--big", "--colls=all_reduce,reduce_scatter"}});
+  // Puts forced over tcp: the path RDMA would take (put, flush, notice), run here by UCX's
+  // tcp transport.
+  v.push_back({"tcp_puts_n3", 3, with(kUcxTcp, {{"STRATA_UCX_PUTS", "1"}}), {"--quick", "--medium"}});
   // Each algorithm forced, so every plan shape runs over ucx.
   for (std::string algo : {"ring", "tree", "recursive_doubling", "direct"})
     v.push_back({"sm_algo_" + algo + "_n3", 3, with(kUcxSm, {{"STRATA_ALGO", algo}}), {"--quick", "--no-misc"}});

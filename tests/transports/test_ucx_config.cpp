@@ -24,3 +24,21 @@ TEST(UcxTcpUse, ReadsUcxTlsAsUcxDoes) {
   };
   for (const Case& c : cases) EXPECT_EQ(tcp_use(c.tls), c.want) << "UCX_TLS=" << (c.tls ? c.tls : "(unset)");
 }
+
+TEST(UcxMappedMemoryUse, ReadsUcxTlsAsUcxDoes) {
+  struct Case {
+    const char* tls;
+    bool want;
+  };
+  const Case cases[] = {
+      // Everything UCX has, or a list naming a shared-memory transport or alias.
+      {nullptr, true}, {"", true}, {"all", true}, {"sm,self", true}, {"shm", true}, {"posix,tcp", true},
+      {"sysv", true}, {"mm:aux", true}, {"self,xpmem", true},
+      // Lists without one: tcp or RDMA only, or cma, which cannot take puts into a region.
+      {"tcp,self", false}, {"rc,ud", false}, {"cma,tcp", false}, {"smx", false},
+      // Exclusion lists.
+      {"^sm", false}, {"^shm,tcp", false}, {"^posix,sysv,xpmem", false}, {"^posix", true}, {"^tcp", true},
+  };
+  for (const Case& c : cases)
+    EXPECT_EQ(mapped_memory_use(c.tls), c.want) << "UCX_TLS=" << (c.tls ? c.tls : "(unset)");
+}

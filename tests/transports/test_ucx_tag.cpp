@@ -14,12 +14,25 @@ TEST(UcxTag, RoundTripsRankAndSequence) {
     }
 }
 
+TEST(UcxTag, CreditsHaveTheirOwnSpace) {
+  for (int rank : {0, 3, kMaxRanks - 1})
+    for (uint64_t seq : {uint64_t(0), uint64_t(9), kSeqMask}) {
+      uint64_t data = make_tag(rank, seq), credit = make_tag(rank, seq, TagKind::credit);
+      EXPECT_NE(data, credit);
+      EXPECT_EQ(tag_kind(data), TagKind::data);
+      EXPECT_EQ(tag_kind(credit), TagKind::credit);
+      EXPECT_EQ(tag_rank(credit), rank);
+      EXPECT_EQ(tag_seq(credit), seq);
+    }
+}
+
 TEST(UcxTag, DistinctPerRankAndSequence) {
   EXPECT_NE(make_tag(1, 0), make_tag(0, 1));
   EXPECT_NE(make_tag(2, 5), make_tag(3, 5));
-  // The sequence wraps after 2^40 messages without touching the rank bits.
+  // The sequence wraps after 2^39 messages without touching the kind or rank bits.
   EXPECT_EQ(make_tag(5, kSeqMask + 1), make_tag(5, 0));
   EXPECT_EQ(tag_rank(make_tag(5, kSeqMask + 1)), 5);
+  EXPECT_EQ(tag_kind(make_tag(5, kSeqMask + 1)), TagKind::data);
 }
 
 TEST(UcxTag, ChunksCoverTheTransferExactly) {

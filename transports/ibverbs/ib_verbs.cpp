@@ -371,7 +371,7 @@ class IbSetup final : public Setup {
     for (auto& n : nics_) desc_ += " " + n->where();
   }
 
-  std::vector<char> local_info(int peer) override {
+  std::vector<char> local_info(int peer, bool) override {
     ConnInfo info;
     auto& qps = pending_[peer];
     for (auto& nic : nics_) {

@@ -1,23 +1,38 @@
-// UCX transport: tag send/receive over a UCP worker shared by a communicator's links.
+// UCX transport: tag send/receive and RMA put over a UCP worker shared by a communicator's
+// links.
 //
 // Each direction of a link is a sequence of messages; a transfer of B bytes is cut into
-// ceil(B / chunk) messages and message k from rank s carries the tag (s, k). A plain
-// receive posts every chunk straight into the destination; a reducing receive lands one
-// chunk at a time in a staging buffer (mapped with ucp_mem_map once per link) and is
-// reduced from there.
+// ceil(B / chunk) messages and message k from rank s carries the tag (s, k).
+//
+// Two-sided (tag) messages: a plain receive posts every chunk straight into the
+// destination; a reducing receive lands one chunk at a time in a staging buffer (mapped
+// with ucp_mem_map once per link) and is reduced from there.
+//
+// One-sided (put) messages, for chunks of kPutMin bytes or more on links that take puts:
+// each receiver sets aside a region of `slots` chunks per peer (ucp_mem_map allocating it,
+// so over shared memory it is a segment the peer maps) and sends its remote key with the
+// worker address. The sender puts a chunk into a free slot, flushes, and sends a notice
+// (slot, bytes) under the chunk's tag; the receiver reduces or copies from the slot and
+// hands it back with a credit. Over UCX's shared memory a put is one copy into memory the
+// receiver reads from its cache, where the tag path's rendezvous goes through
+// process_vm_readv (cma), which is slower than memcpy on the machines measured.
 #include <ucp/api/ucp.h>
 #include <uct/api/uct.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "log.hpp"
 #include "strata/error.hpp"
 #include "transports/ucx/ucx_config.hpp"
+#include "transports/ucx/ucx_conn_info.hpp"
 #include "transports/ucx/ucx_tag.hpp"
 #include "transports/ucx/ucx_transport.hpp"
 
@@ -76,7 +91,7 @@ class Worker {
     avoid_tcp_zero_copy(config);
     ucp_params_t p{};
     p.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-    p.features = UCP_FEATURE_TAG;
+    p.features = UCP_FEATURE_TAG | UCP_FEATURE_RMA;
     p.estimated_num_eps = static_cast<size_t>(nranks);
     p.mt_workers_shared = 0;
     st = ucp_init(&p, config, &ctx);
@@ -138,13 +153,44 @@ class Worker {
     }
     for (auto& [memh, buf] : mem_) {
       ucp_mem_unmap(ctx, memh);
-      std::free(buf);
+      std::free(buf);  // null for memory UCX allocated
     }
     ucp_worker_destroy(worker);
     ucp_cleanup(ctx);
   }
 
   EpState* ep_state(int peer) { return &states_.emplace_back(EpState{peer}); }
+
+  // Memory UCX allocates where a peer can put into it (shared memory on one host,
+  // registered memory with RDMA), and its packed remote key.
+  struct Region {
+    ucp_mem_h memh = nullptr;
+    char* base = nullptr;
+    std::vector<char> rkey;
+  };
+  Region map_region(size_t bytes) {
+    Region r;
+    ucp_mem_map_params_t mp{};
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+    mp.address = nullptr;
+    mp.length = bytes;
+    mp.flags = UCP_MEM_MAP_ALLOCATE;
+    ucs_status_t st = ucp_mem_map(ctx, &mp, &r.memh);
+    if (st != UCS_OK) throw SystemError("UCX: allocating a " + std::to_string(bytes) + "-byte put region failed: " + status_text(st));
+    ucp_mem_attr_t attr{};
+    attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
+    void* packed = nullptr;
+    size_t len = 0;
+    if ((st = ucp_mem_query(r.memh, &attr)) != UCS_OK || (st = ucp_rkey_pack(ctx, r.memh, &packed, &len)) != UCS_OK) {
+      ucp_mem_unmap(ctx, r.memh);
+      throw SystemError("UCX: preparing the put region failed: " + status_text(st));
+    }
+    r.base = static_cast<char*>(attr.address);
+    r.rkey.assign(static_cast<char*>(packed), static_cast<char*>(packed) + len);
+    ucp_rkey_buffer_release(packed);
+    retire_mem(r.memh, nullptr);
+    return r;
+  }
   void retire(ucp_ep_h ep, bool failed) { eps_.push_back({ep, failed}); }
   void retire_mem(ucp_mem_h memh, void* buf) { mem_.push_back({memh, buf}); }
 
@@ -158,6 +204,18 @@ class Worker {
   std::vector<std::pair<ucp_mem_h, void*>> mem_;
 };
 
+// Chunks this large or larger go by put on links that take puts; smaller ones go eagerly
+// as tag messages, which is cheaper than a put, a flush and a notice.
+constexpr size_t kPutMin = 16 << 10;
+
+// A link's one-sided path: the region this rank set aside for the peer's puts, and where
+// in the peer this rank puts (its region's address and packed remote key).
+struct PutPath {
+  char* in = nullptr;
+  uint64_t out = 0;
+  std::vector<char> out_rkey;
+};
+
 class UcxLink final : public Link {
  public:
   // Peers on other hosts: UCP_ERR_HANDLING_MODE_PEER, so a lost peer fails its requests
@@ -165,7 +223,7 @@ class UcxLink final : public Link {
   // transports (posix, sysv, cma) cannot do it and requiring it would push UCX to tcp over
   // loopback; a dead local process is noticed by the engine through its control socket.
   UcxLink(int peer, int rank, std::shared_ptr<Worker> w, const std::vector<char>& remote, bool same_host, size_t chunk,
-          int slots)
+          int slots, std::optional<PutPath> puts)
       : Link(peer), rank_(rank), w_(std::move(w)), chunk_(chunk), nslots_(slots) {
     state_ = w_->ep_state(peer);
     ucp_ep_params_t p{};
@@ -178,6 +236,7 @@ class UcxLink final : public Link {
     ucs_status_t st = ucp_ep_create(w_->worker, &p, &ep_);
     if (st != UCS_OK)
       throw SystemError("UCX: connecting to rank " + std::to_string(peer) + " failed: " + status_text(st));
+    if (puts) start_puts(*puts);
   }
 
   ~UcxLink() override {
@@ -185,10 +244,17 @@ class UcxLink final : public Link {
     // memory the caller reuses, and sends may wait for a peer that will never match them,
     // so the endpoint is closed by force (which cancels them) rather than flushed.
     for (Op& o : inflight_) {
-      if (o.recv) ucp_request_cancel(w_->worker, o.req);
+      if (o.kind == Kind::recv || o.kind == Kind::notice) ucp_request_cancel(w_->worker, o.req);
       ucp_request_free(o.req);
     }
-    w_->retire(ep_, state_->status != UCS_OK || !inflight_.empty());
+    // Credits are always awaited; cancelling them is no sign of failure.
+    for (void* r : credit_reqs_) {
+      if (!r) continue;
+      ucp_request_cancel(w_->worker, r);
+      ucp_request_free(r);
+    }
+    if (rkey_) ucp_rkey_destroy(rkey_);
+    w_->retire(ep_, state_->status != UCS_OK || !inflight_.empty() || !pending_puts_.empty());
     if (stage_) w_->retire_mem(memh_, stage_);
   }
 
@@ -197,19 +263,20 @@ class UcxLink final : public Link {
   void post_send(const void* buf, size_t bytes) override {
     const char* p = static_cast<const char*>(buf);
     for (size_t i = 0, n = chunk_count(bytes, chunk_); i < n; ++i) {
-      ucp_request_param_t prm{};
-      void* r = ucp_tag_send_nbx(ep_, p + i * chunk_, chunk_bytes(bytes, chunk_, i), make_tag(rank_, send_seq_++), &prm);
-      if (r == nullptr) continue;  // completed in place
-      if (UCS_PTR_IS_ERR(r)) fail("send", UCS_PTR_STATUS(r));
-      inflight_.push_back({r, nullptr, 0, {}, -1, false});
+      size_t len = chunk_bytes(bytes, chunk_, i);
+      if (by_put(len)) pending_puts_.push_back({p + i * chunk_, len, send_seq_++});
+      else tag_send(p + i * chunk_, len, make_tag(rank_, send_seq_++));
     }
+    if (!pending_puts_.empty()) start_puts_pending();
   }
 
   void post_recv(void* buf, size_t bytes, const Reduction& reduce) override {
     char* p = static_cast<char*>(buf);
     for (size_t i = 0, n = chunk_count(bytes, chunk_); i < n; ++i) {
       size_t len = chunk_bytes(bytes, chunk_, i);
-      if (reduce) staged_.push_back({p + i * chunk_, len, recv_seq_++, reduce.from(i * chunk_)});
+      Reduction r = reduce ? reduce.from(i * chunk_) : Reduction{};
+      if (by_put(len)) start_notice_recv(p + i * chunk_, len, recv_seq_++, r);
+      else if (reduce) staged_.push_back({p + i * chunk_, len, recv_seq_++, r});
       else start_recv(p + i * chunk_, len, recv_seq_++, {}, -1);
     }
     if (!staged_.empty()) post_staged();
@@ -218,11 +285,12 @@ class UcxLink final : public Link {
   bool progress() override {
     if (state_->status != UCS_OK) fail("endpoint", state_->status);
     bool moved = ucp_worker_progress(w_->worker) != 0;
+    moved |= take_credits();
     for (size_t i = 0; i < inflight_.size();) {
       Op& o = inflight_[i];
       ucs_status_t st;
       size_t got = o.len;
-      if (o.recv) {
+      if (o.kind == Kind::recv || o.kind == Kind::notice) {
         ucp_tag_recv_info_t info{};
         st = ucp_tag_recv_request_test(o.req, &info);
         if (st == UCS_OK) got = info.length;
@@ -241,25 +309,38 @@ class UcxLink final : public Link {
       moved = true;
     }
     if (!staged_.empty()) post_staged();
+    if (!pending_puts_.empty()) start_puts_pending();
     return moved;
   }
 
-  bool idle() const override { return inflight_.empty() && staged_.empty(); }
+  bool idle() const override { return inflight_.empty() && staged_.empty() && pending_puts_.empty(); }
 
  private:
+  enum class Kind {
+    send,    // a tag send or a put: nothing to do when it completes
+    recv,    // a tag receive, into the destination or (slot >= 0) a staging slot
+    flush,   // the flush after a put into the peer's slot `slot`: then the notice goes
+    notice,  // a put's notice (notice_in_[slot]) for the chunk at dst
+  };
   struct Op {
     void* req;
+    Kind kind;
     char* dst;
     size_t len;
     Reduction reduce;
-    int slot;  // staging slot of a reducing receive, else -1
-    bool recv;
+    int slot;
+    uint64_t seq;
   };
   struct Staged {
     char* dst;
     size_t len;
     uint64_t seq;
     Reduction reduce;
+  };
+  struct PendingPut {
+    const char* src;
+    size_t len;
+    uint64_t seq;
   };
 
   static void on_error(void* arg, ucp_ep_h, ucs_status_t st) {
@@ -268,32 +349,53 @@ class UcxLink final : public Link {
   }
 
   char* slot_ptr(int slot) const { return stage_ + static_cast<size_t>(slot) * chunk_; }
+  bool by_put(size_t len) const { return rkey_ != nullptr && len >= kPutMin; }
 
-  void start_recv(char* dst, size_t len, uint64_t seq, const Reduction& reduce, int slot) {
+  void tag_send(const void* buf, size_t len, uint64_t tag) {
     ucp_request_param_t prm{};
-    if (slot >= 0) {
+    void* r = ucp_tag_send_nbx(ep_, buf, len, tag, &prm);
+    if (r == nullptr) return;  // completed in place
+    if (UCS_PTR_IS_ERR(r)) fail("send", UCS_PTR_STATUS(r));
+    inflight_.push_back({r, Kind::send, nullptr, len, {}, -1, 0});
+  }
+
+  // Always a request, so that ucp_tag_recv_request_test reports the length received.
+  void* tag_recv(void* into, size_t len, uint64_t tag, ucp_mem_h memh) {
+    ucp_request_param_t prm{};
+    if (memh) {
       prm.op_attr_mask = UCP_OP_ATTR_FIELD_MEMH;
-      prm.memh = memh_;
+      prm.memh = memh;
     }
-    // Always a request, so that ucp_tag_recv_request_test reports the length received.
     prm.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    char* into = slot >= 0 ? slot_ptr(slot) : dst;
-    void* r = ucp_tag_recv_nbx(w_->worker, into, len, make_tag(peer(), seq), kFullMask, &prm);
+    void* r = ucp_tag_recv_nbx(w_->worker, into, len, tag, kFullMask, &prm);
     if (UCS_PTR_IS_ERR(r)) {
       if (UCS_PTR_STATUS(r) == UCS_ERR_MESSAGE_TRUNCATED) size_mismatch(len);
       fail("receive", UCS_PTR_STATUS(r));
     }
     if (r == nullptr) throw InternalError("UCX: a tag receive completed without a request");
-    inflight_.push_back({r, dst, len, reduce, slot, true});
+    return r;
   }
 
-  // A finished request: reduce a staged chunk, or throw what went wrong.
+  void start_recv(char* dst, size_t len, uint64_t seq, const Reduction& reduce, int slot) {
+    char* into = slot >= 0 ? slot_ptr(slot) : dst;
+    void* r = tag_recv(into, len, make_tag(peer(), seq), slot >= 0 ? memh_ : nullptr);
+    inflight_.push_back({r, Kind::recv, dst, len, reduce, slot, seq});
+  }
+
+  // A finished request: reduce a staged chunk, take a put's chunk from its slot, send a
+  // put's notice, or throw what went wrong.
   void complete(const Op& op, ucs_status_t st, size_t got) {
-    if (st == UCS_ERR_MESSAGE_TRUNCATED || (st == UCS_OK && op.recv && got != op.len)) size_mismatch(op.len);
-    if (st != UCS_OK) fail(op.recv ? "receive" : "send", st);
-    if (op.slot >= 0) {
+    bool recv = op.kind == Kind::recv || op.kind == Kind::notice;
+    size_t expected = op.kind == Kind::notice ? sizeof(PutNotice) : op.len;
+    if (st == UCS_ERR_MESSAGE_TRUNCATED || (st == UCS_OK && recv && got != expected)) size_mismatch(op.len);
+    if (st != UCS_OK) fail(recv ? "receive" : op.kind == Kind::flush ? "put" : "send", st);
+    if (op.kind == Kind::recv && op.slot >= 0) {
       op.reduce.apply(op.dst, 0, slot_ptr(op.slot), op.len);
       free_.push_back(op.slot);
+    } else if (op.kind == Kind::flush) {
+      send_notice(op.slot, op.seq);
+    } else if (op.kind == Kind::notice) {
+      take_put(op);
     }
   }
 
@@ -330,6 +432,108 @@ class UcxLink final : public Link {
     }
   }
 
+  // --- The one-sided path ---
+
+  void start_puts(const PutPath& path) {
+    ucs_status_t st = ucp_ep_rkey_unpack(ep_, path.out_rkey.data(), &rkey_);
+    if (st != UCS_OK)
+      throw SystemError("UCX: rank " + std::to_string(peer()) + "'s remote key does not unpack here (" +
+                        status_text(st) + "); STRATA_UCX_PUTS=0 turns puts off");
+    in_ = path.in;
+    out_ = path.out;
+    notice_out_.resize(static_cast<size_t>(nslots_));
+    credit_out_.resize(static_cast<size_t>(nslots_));
+    credit_in_.resize(static_cast<size_t>(nslots_));
+    for (int s = nslots_ - 1; s >= 0; --s) out_free_.push_back(s);
+    for (int s = 0; s < nslots_; ++s) credit_reqs_.push_back(post_credit_recv(credit_recv_seq_++));
+  }
+
+  void* post_credit_recv(uint64_t seq) {
+    return tag_recv(&credit_in_[seq % credit_in_.size()], sizeof(uint64_t), make_tag(peer(), seq, TagKind::credit),
+                    nullptr);
+  }
+
+  // Credits are awaited in order, one receive per slot: credit k lands in credit_in_[k % slots].
+  bool take_credits() {
+    if (credit_reqs_.empty()) return false;
+    bool moved = false;
+    for (size_t i = 0; i < credit_reqs_.size(); ++i) {
+      uint64_t seq = credit_recv_seq_ - credit_reqs_.size() + i;
+      size_t k = seq % credit_reqs_.size();
+      ucp_tag_recv_info_t info{};
+      ucs_status_t st = ucp_tag_recv_request_test(credit_reqs_[k], &info);
+      if (st == UCS_INPROGRESS) break;
+      if (st != UCS_OK) fail("receive", st);
+      uint64_t slot = credit_in_[k];
+      if (info.length != sizeof(uint64_t) || slot >= static_cast<uint64_t>(nslots_))
+        throw PeerError(peer(), "rank " + std::to_string(peer()) + " sent a malformed UCX credit");
+      out_free_.push_back(static_cast<int>(slot));
+      ucp_request_free(credit_reqs_[k]);
+      credit_reqs_[k] = nullptr;
+      moved = true;
+    }
+    // Repost, in order, every receive whose credit came.
+    for (size_t k = credit_recv_seq_ % credit_reqs_.size(), n = 0; n < credit_reqs_.size() && !credit_reqs_[k];
+         ++n, k = credit_recv_seq_ % credit_reqs_.size())
+      credit_reqs_[k] = post_credit_recv(credit_recv_seq_++);
+    return moved;
+  }
+
+  // Puts every waiting chunk there is a free slot for, each followed by a flush; the
+  // notice goes once the flush says the data is in the peer's memory.
+  void start_puts_pending() {
+    while (!pending_puts_.empty() && !out_free_.empty()) {
+      PendingPut c = pending_puts_.front();
+      pending_puts_.pop_front();
+      int slot = out_free_.back();
+      out_free_.pop_back();
+      ucp_request_param_t prm{};
+      void* r = ucp_put_nbx(ep_, c.src, c.len, out_ + static_cast<uint64_t>(slot) * chunk_, rkey_, &prm);
+      if (UCS_PTR_IS_ERR(r)) fail("put", UCS_PTR_STATUS(r));
+      if (r) inflight_.push_back({r, Kind::send, nullptr, c.len, {}, -1, 0});
+      notice_out_[static_cast<size_t>(slot)] = {static_cast<uint64_t>(slot), c.len};
+      ucp_request_param_t fprm{};
+      void* f = ucp_ep_flush_nbx(ep_, &fprm);
+      if (UCS_PTR_IS_ERR(f)) fail("put", UCS_PTR_STATUS(f));
+      if (f) inflight_.push_back({f, Kind::flush, nullptr, c.len, {}, slot, c.seq});
+      else send_notice(slot, c.seq);
+    }
+  }
+
+  void send_notice(int slot, uint64_t seq) {
+    // A put through shared memory is a copy this process made, possibly with
+    // non-temporal stores: they must be visible before the notice is.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    tag_send(&notice_out_[static_cast<size_t>(slot)], sizeof(PutNotice), make_tag(rank_, seq));
+  }
+
+  void start_notice_recv(char* dst, size_t len, uint64_t seq, const Reduction& reduce) {
+    int idx;
+    if (notice_free_.empty()) {
+      idx = static_cast<int>(notice_in_.size());
+      notice_in_.emplace_back();
+    } else {
+      idx = notice_free_.back();
+      notice_free_.pop_back();
+    }
+    void* r = tag_recv(&notice_in_[static_cast<size_t>(idx)], sizeof(PutNotice), make_tag(peer(), seq), nullptr);
+    inflight_.push_back({r, Kind::notice, dst, len, reduce, idx, seq});
+  }
+
+  // The chunk a notice announces: reduced or copied out of its slot, which goes back.
+  void take_put(const Op& op) {
+    PutNotice n = notice_in_[static_cast<size_t>(op.slot)];
+    notice_free_.push_back(op.slot);
+    if (n.bytes != op.len) size_mismatch(op.len);
+    if (n.slot >= static_cast<uint64_t>(nslots_))
+      throw PeerError(peer(), "rank " + std::to_string(peer()) + " sent a malformed UCX put notice");
+    const char* src = in_ + n.slot * chunk_;
+    if (op.reduce) op.reduce.apply(op.dst, 0, src, op.len);
+    else std::memcpy(op.dst, src, op.len);
+    credit_out_[n.slot] = n.slot;
+    tag_send(&credit_out_[n.slot], sizeof(uint64_t), make_tag(rank_, credit_send_seq_++, TagKind::credit));
+  }
+
   [[noreturn]] void fail(const char* what, ucs_status_t st) const {
     throw PeerError(peer(), "rank " + std::to_string(peer()) + " is unreachable: ucx " + what +
                                 " failed: " + status_text(st));
@@ -347,25 +551,65 @@ class UcxLink final : public Link {
   char* stage_ = nullptr;
   ucp_mem_h memh_ = nullptr;
   std::vector<int> free_;
+  // The one-sided path (rkey_ set when this link puts and takes puts).
+  ucp_rkey_h rkey_ = nullptr;
+  char* in_ = nullptr;  // the peer puts here
+  uint64_t out_ = 0;    // this rank puts there
+  std::deque<PendingPut> pending_puts_;
+  std::vector<int> out_free_;                    // the peer's slots this rank may put into
+  std::vector<PutNotice> notice_out_;            // by slot: stable until the slot's credit
+  std::vector<uint64_t> credit_out_, credit_in_;  // by slot / by credit sequence
+  std::vector<void*> credit_reqs_;
+  uint64_t credit_send_seq_ = 0, credit_recv_seq_ = 0;
+  std::deque<PutNotice> notice_in_;  // grows, never shrinks: receives point into it
+  std::vector<int> notice_free_;
 };
+
+// Puts (STRATA_UCX_PUTS): "auto" (default) between ranks on one host when UCX may use
+// shared memory there (over tcp a put costs more than a tag message), "1" between all
+// ranks (for RDMA, where a put is an RDMA write), "0" never.
+enum class PutUse { never, same_host, always };
 
 class UcxSetup final : public Setup {
  public:
-  UcxSetup(int rank, int nranks, size_t chunk, int slots)
-      : w_(std::make_shared<Worker>(nranks)), rank_(rank), chunk_(chunk), slots_(slots) {
-    desc_ = "chunk " + std::to_string(chunk_) + " B, " + std::to_string(slots_) + " staging chunks";
+  UcxSetup(int rank, int nranks, size_t chunk, int slots, PutUse puts)
+      : w_(std::make_shared<Worker>(nranks)), rank_(rank), chunk_(chunk), slots_(slots), puts_(puts) {
+    desc_ = "chunk " + std::to_string(chunk_) + " B, " + std::to_string(slots_) + " staging chunks, puts " +
+            (puts == PutUse::never ? "off" : puts == PutUse::same_host ? "on one host" : "everywhere");
   }
-  std::vector<char> local_info(int) override { return w_->address; }
+  std::vector<char> local_info(int peer, bool same_host) override {
+    ConnInfo mine;
+    mine.address = w_->address;
+    if (takes_puts(same_host)) {
+      Worker::Region r = w_->map_region(chunk_ * static_cast<size_t>(slots_));
+      regions_[peer] = r.base;
+      mine.region = reinterpret_cast<uint64_t>(r.base);
+      mine.rkey = std::move(r.rkey);
+    }
+    return encode(mine);
+  }
+  // Both ends reach the same verdict on puts: each set aside a region under the same rule.
   std::unique_ptr<Link> connect(int peer, const std::vector<char>& remote, bool same_host) override {
-    return std::make_unique<UcxLink>(peer, rank_, w_, remote, same_host, chunk_, slots_);
+    std::optional<ConnInfo> theirs = decode(remote);
+    if (!theirs) throw SystemError("UCX: malformed connection info from rank " + std::to_string(peer));
+    std::optional<PutPath> path;
+    auto mine = regions_.find(peer);
+    if (mine != regions_.end() && theirs->takes_puts()) path = PutPath{mine->second, theirs->region, theirs->rkey};
+    return std::make_unique<UcxLink>(peer, rank_, w_, theirs->address, same_host, chunk_, slots_, std::move(path));
   }
   const char* describe() const override { return desc_.c_str(); }
 
  private:
+  bool takes_puts(bool same_host) const {
+    return puts_ == PutUse::always || (puts_ == PutUse::same_host && same_host && mapped_memory_use(std::getenv("UCX_TLS")));
+  }
+
   std::shared_ptr<Worker> w_;
   int rank_;
   size_t chunk_;
   int slots_;
+  PutUse puts_;
+  std::map<int, char*> regions_;  // by peer: where it puts
   std::string desc_;
 };
 
@@ -428,7 +672,11 @@ std::unique_ptr<Setup> Setup::create(int rank, int nranks, const Config& cfg) {
   if (nranks > kMaxRanks) throw InvalidArgument("STRATA_TRANSPORT=ucx supports at most " + std::to_string(kMaxRanks) + " ranks");
   size_t chunk = static_cast<size_t>(env_int("STRATA_UCX_CHUNK_BYTES", 1 << 20, 4096, 1LL << 30)) & ~size_t(63);
   int slots = static_cast<int>(env_int("STRATA_UCX_STAGING_CHUNKS", 4, 1, 64));
-  return std::make_unique<UcxSetup>(rank, nranks, chunk, slots);
+  std::string puts = env_string("STRATA_UCX_PUTS").value_or("auto");
+  if (puts != "auto" && puts != "0" && puts != "1")
+    throw InvalidArgument("STRATA_UCX_PUTS must be auto, 0 or 1 (got '" + puts + "')");
+  PutUse use = puts == "0" ? PutUse::never : puts == "1" ? PutUse::always : PutUse::same_host;
+  return std::make_unique<UcxSetup>(rank, nranks, chunk, slots, use);
 }
 
 }  // namespace strata::ucx
