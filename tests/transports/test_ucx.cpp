@@ -49,16 +49,16 @@ std::vector<Config> configs() {
   v.push_back({"sm_n4", 4, kUcxSm, {"--quick", "--medium"}});
   v.push_back({"sm_n7", 7, kUcxSm, {"--quick"}});
   v.push_back({"sm_big_n2", 2, kUcxSm, {"--big", "--colls=all_reduce,all_gather,broadcast"}});
-  // Small messages and a single staging chunk: many chunks per transfer, reducing receives
-  // that wait for the staging buffer.
+  // Tag messages only, small ones and a single staging chunk: many chunks per transfer,
+  // reducing receives that wait for the staging buffer.
   v.push_back({"sm_tiny_n3", 3,
-               with(kUcxSm, {{"STRATA_UCX_CHUNK_BYTES", "4096"}, {"STRATA_UCX_STAGING_CHUNKS", "1"},
-                             {"STRATA_CHUNK_BYTES", "4096"}}),
+               with(kUcxSm, {{"STRATA_UCX_PUTS", "0"}, {"STRATA_UCX_CHUNK_BYTES", "4096"},
+                             {"STRATA_UCX_STAGING_CHUNKS", "1"}, {"STRATA_CHUNK_BYTES", "4096"}}),
                {"--quick", "--medium", "--no-misc"}});
   // Puts of 16 KiB chunks into a single slot: every put waits for the credit of the one
   // before, and transfers end with a chunk small enough to go as a tag message.
   v.push_back({"sm_puts_one_slot_n3", 3,
-               with(kUcxSm, {{"STRATA_UCX_CHUNK_BYTES", "16384"}, {"STRATA_UCX_STAGING_CHUNKS", "1"}}),
+               with(kUcxSm, {{"STRATA_UCX_PUT_CHUNK_BYTES", "16384"}, {"STRATA_UCX_STAGING_CHUNKS", "1"}}),
                {"--quick", "--medium", "--no-misc"}});
   // Without puts: large chunks go by rendezvous (cma).
   v.push_back({"sm_no_puts_n3", 3, with(kUcxSm, {{"STRATA_UCX_PUTS", "0"}}), {"--quick", "--medium"}});
@@ -177,6 +177,18 @@ TEST(UcxSelection, TransportMismatchBetweenRanksIsAClearError) {
     EXPECT_TRUE(p.exited && p.exit_code != 0) << j.dump();
     EXPECT_NE(all.find("STRATA_TRANSPORT is"), std::string::npos) << j.dump();
     EXPECT_NE(all.find("set the same value on every rank"), std::string::npos) << j.dump();
+  }
+}
+
+// A STRATA_UCX_PUTS UCX would not understand is refused on every rank, naming the variable.
+TEST(UcxSelection, BadPutsSettingIsAClearError) {
+  Job j = spawn({STRATA_WORKER_PATH, "--quick"}, 2, with(kUcxSm, {{"STRATA_UCX_PUTS", "yes"}, {"STRATA_TIMEOUT", "20"}}),
+                {}, 40);
+  for (int r = 0; r < 2; ++r) {
+    const ProcResult& p = j.ranks[r];
+    EXPECT_FALSE(p.killed_by_deadline) << j.dump();
+    EXPECT_TRUE(p.exited && p.exit_code != 0) << j.dump();
+    EXPECT_NE((p.out + p.err).find("STRATA_UCX_PUTS must be auto, 0 or 1"), std::string::npos) << j.dump();
   }
 }
 

@@ -12,7 +12,7 @@
 
 #include "env.hpp"
 #include "strata/error.hpp"
-#include "transports/shm/streaming.hpp"
+#include "transports/streaming.hpp"
 
 namespace strata {
 
