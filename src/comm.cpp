@@ -116,6 +116,9 @@ struct CommState {
     StoreChooser stores;  // learnt over this plan's calls
   };
   std::map<std::tuple<int, size_t, size_t, int, bool, bool>, CachedPlan> plans;
+  // Grouped send/receive plans are made per call; their store choice is learnt by the
+  // bytes the group sends (map nodes stay put: an asynchronous call may hold one).
+  std::map<size_t, StoreChooser> p2p_stores;
 
   std::mutex qm;
   std::condition_variable qcv;
@@ -322,10 +325,14 @@ struct CommState {
   Request run_group(bool blocking, std::vector<P2P> ops) {
     Plan plan = p2p_plan(ops);
     if (plan.steps.empty()) return {};
-    auto fn = [this, plan = std::move(plan)] {
+    size_t sent = 0;
+    for (const P2P& p : ops)
+      if (p.is_send) sent += p.bytes;
+    StoreChooser* stores = sent >= StoreChooser::kMinBytes ? &p2p_stores[sent] : nullptr;
+    auto fn = [this, plan = std::move(plan), stores] {
       log::set_thread_rank(rank);
       STRATA_INFO("grouped send/recv: %zu steps", plan.steps.size());
-      engine->execute(plan, Buffers{nullptr, nullptr, nullptr}, DataType::uint8, ReduceOp::sum);
+      engine->execute(plan, Buffers{nullptr, nullptr, nullptr}, DataType::uint8, ReduceOp::sum, stores);
     };
     if (blocking) {
       run_now(fn);

@@ -9,7 +9,8 @@
 // 0.8x as fast in the other (docs/benchmarks.md). Neither side's copy time alone tells
 // which is better (the writer's cost shows in one placement, the reader's in the other), so
 // each cached plan times its whole calls with either kind, tries the other kind now and
-// then, and keeps the faster. Only this rank's stores change; the bytes in the FIFO are
+// then, and keeps the faster. Grouped send/receive calls learn theirs by the bytes they
+// send, like a plan. Only this rank's stores change; the bytes in the FIFO are
 // the same, so the peers need not agree.
 #pragma once
 
@@ -20,7 +21,7 @@ namespace strata {
 class StoreChooser {
  public:
   static constexpr size_t kMinBytes = 1 << 20;   // smaller calls: ordinary stores, untimed
-  static constexpr unsigned kFirstCalls = 4;    // alternate kinds at first
+  static constexpr unsigned kFirstCalls = 5;    // a cold call, then alternate kinds
   static constexpr unsigned kExploreEvery = 16;  // later, one call in this many tries the other kind
 
   // The kind for the next call: true = non-temporal.
@@ -32,8 +33,9 @@ class StoreChooser {
 
   // A call took `seconds` with that kind of stores.
   void record(bool streaming, double seconds) {
-    ++calls_;
-    if (seconds <= 0) return;
+    // The first call pays page faults and cold caches: timed, it made ordinary stores look
+    // several times slower for longer than a benchmark runs.
+    if (calls_++ == 0 || seconds <= 0) return;
     double& t = time_[streaming ? 1 : 0];
     t = t == 0 ? seconds : t + kWeight * (seconds - t);
   }

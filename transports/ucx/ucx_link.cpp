@@ -264,6 +264,7 @@ class UcxLink final : public Link {
   }
 
   const char* name() const override { return "ucx"; }
+  void set_streaming_stores(bool on) override { streaming_stores_ = on; }
 
   void post_send(const void* buf, size_t bytes) override {
     const char* p = static_cast<const char*>(buf);
@@ -446,6 +447,8 @@ class UcxLink final : public Link {
       throw SystemError("UCX: rank " + std::to_string(peer()) + "'s remote key does not unpack here (" +
                         status_text(st) + "); STRATA_UCX_PUTS=0 turns puts off");
     in_ = path.in;
+    void* direct = nullptr;
+    if (ucp_rkey_ptr(rkey_, path.out, &direct) == UCS_OK) out_ptr_ = static_cast<char*>(direct);
     stream_tmp_.resize(64 << 10);
     out_ = path.out;
     notice_out_.resize(static_cast<size_t>(nslots_));
@@ -494,10 +497,7 @@ class UcxLink final : public Link {
       pending_puts_.pop_front();
       int slot = out_free_.back();
       out_free_.pop_back();
-      ucp_request_param_t prm{};
-      void* r = ucp_put_nbx(ep_, c.src, c.len, out_ + static_cast<uint64_t>(slot) * chunk_, rkey_, &prm);
-      if (UCS_PTR_IS_ERR(r)) fail("put", UCS_PTR_STATUS(r));
-      if (r) inflight_.push_back({r, Kind::send, nullptr, c.len, {}, -1, 0});
+      put(slot, c.src, c.len);
       notice_out_[static_cast<size_t>(slot)] = {static_cast<uint64_t>(slot), c.len};
       ucp_request_param_t fprm{};
       void* f = ucp_ep_flush_nbx(ep_, &fprm);
@@ -505,6 +505,19 @@ class UcxLink final : public Link {
       if (f) inflight_.push_back({f, Kind::flush, nullptr, c.len, {}, slot, c.seq});
       else send_notice(slot, c.seq);
     }
+  }
+
+  // UCX's put copies into a shared-memory slot with ordinary stores. When the peer's region
+  // is mapped here (ucp_rkey_ptr) and the plan's StoreChooser found non-temporal stores
+  // faster (cores far apart: the slot's lines are then not fetched from the peer's cache
+  // only to be overwritten), the link writes the slot itself.
+  void put(int slot, const char* src, size_t len) {
+    size_t at = static_cast<size_t>(slot) * chunk_;
+    if (out_ptr_ && streaming_stores_) return copy_streaming(out_ptr_ + at, src, len);
+    ucp_request_param_t prm{};
+    void* r = ucp_put_nbx(ep_, src, len, out_ + at, rkey_, &prm);
+    if (UCS_PTR_IS_ERR(r)) fail("put", UCS_PTR_STATUS(r));
+    if (r) inflight_.push_back({r, Kind::send, nullptr, len, {}, -1, 0});
   }
 
   void send_notice(int slot, uint64_t seq) {
@@ -564,6 +577,8 @@ class UcxLink final : public Link {
   ucp_rkey_h rkey_ = nullptr;
   char* in_ = nullptr;  // the peer puts here
   uint64_t out_ = 0;    // this rank puts there
+  char* out_ptr_ = nullptr;  // the same, mapped here (shared memory), else null
+  bool streaming_stores_ = false;
   std::deque<PendingPut> pending_puts_;
   std::vector<int> out_free_;                    // the peer's slots this rank may put into
   std::vector<PutNotice> notice_out_;            // by slot: stable until the slot's credit
