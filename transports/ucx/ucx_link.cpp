@@ -208,9 +208,11 @@ class Worker {
 // Chunks this large or larger go by put on links that take puts; smaller ones go eagerly
 // as tag messages, which is cheaper than a put, a flush and a notice.
 constexpr size_t kPutMin = 16 << 10;
-// Receives of this many bytes or more take their put chunks out of the slots with
-// non-temporal stores, as the shm transport's do (transports/streaming.hpp): 1.29x for
-// 2-rank sendrecv of 4 MiB over UCX sm (docs/benchmarks.md).
+// Plain receives of this many bytes or more copy their put chunks out of the slots with
+// non-temporal stores (transports/streaming.hpp): 1.29x for 2-rank sendrecv of 4 MiB over
+// UCX sm. Reducing receives keep ordinary stores: a reduced piece is usually sent on next
+// (the ring's reduce-scatter), and non-temporal stores would make that send read it back
+// from memory (2-rank all_reduce of 4-64 MiB: 1.08-1.14x without them).
 constexpr size_t kStreamMin = 256 << 10;
 
 // A link's one-sided path: the region this rank set aside for the peer's puts, and where
@@ -449,7 +451,6 @@ class UcxLink final : public Link {
     in_ = path.in;
     void* direct = nullptr;
     if (ucp_rkey_ptr(rkey_, path.out, &direct) == UCS_OK) out_ptr_ = static_cast<char*>(direct);
-    stream_tmp_.resize(64 << 10);
     out_ = path.out;
     notice_out_.resize(static_cast<size_t>(nslots_));
     credit_out_.resize(static_cast<size_t>(nslots_));
@@ -548,9 +549,8 @@ class UcxLink final : public Link {
     if (n.slot >= static_cast<uint64_t>(nslots_))
       throw PeerError(peer(), "rank " + std::to_string(peer()) + " sent a malformed UCX put notice");
     const char* src = in_ + n.slot * chunk_;
-    if (op.stream && !op.reduce) copy_streaming(op.dst, src, op.len);
-    else if (op.stream && op.reduce.local != op.dst) reduce_streaming(op.reduce, op.dst, 0, src, op.len, stream_tmp_);
-    else if (op.reduce) op.reduce.apply(op.dst, 0, src, op.len);
+    if (op.reduce) op.reduce.apply(op.dst, 0, src, op.len);
+    else if (op.stream) copy_streaming(op.dst, src, op.len);
     else std::memcpy(op.dst, src, op.len);
     credit_out_[n.slot] = n.slot;
     tag_send(&credit_out_[n.slot], sizeof(uint64_t), make_tag(rank_, credit_send_seq_++, TagKind::credit));
@@ -586,7 +586,7 @@ class UcxLink final : public Link {
   std::vector<void*> credit_reqs_;
   uint64_t credit_send_seq_ = 0, credit_recv_seq_ = 0;
   std::deque<PutNotice> notice_in_;  // grows, never shrinks: receives point into it
-  std::vector<char> stream_tmp_;
+
   std::vector<int> notice_free_;
 };
 
