@@ -125,8 +125,9 @@ void Engine::run_round(const Plan& plan, size_t round, const Buffers& bufs, Data
 // when nothing moves we yield, then sleep in poll() (tcp) or short naps (shared memory),
 // so ranks that outnumber the cores do not starve the ones doing the work.
 void Engine::wait_links() {
-  auto last_progress = Clock::now();
-  auto last_check = last_progress;
+  // The clock is read only once the links stall: a small call that completes while
+  // spinning never pays for it.
+  Clock::time_point last_progress, last_check;
   const auto timeout = std::chrono::duration<double>(cfg_.timeout_s);
   unsigned idle_spins = 0;
   std::vector<pollfd> fds;
@@ -150,7 +151,10 @@ void Engine::wait_links() {
     ++idle_spins;
     if (idle_spins < spins_before_yield_) continue;
     auto now = Clock::now();
-    if (idle_spins == spins_before_yield_) last_progress = now;  // the first idle moment of this stall
+    if (idle_spins == spins_before_yield_) {  // the first idle moment of this stall
+      last_progress = now;
+      if (last_check == Clock::time_point{}) last_check = now;
+    }
     if (aborted_.load(std::memory_order_relaxed)) throw InvalidUsage("the communicator was aborted");
     if (now - last_check > std::chrono::milliseconds(2)) {
       check_control();
