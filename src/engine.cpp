@@ -88,7 +88,8 @@ void Engine::execute(const Plan& plan, const Buffers& bufs, DataType type, Reduc
 
 void Engine::run_round(const Plan& plan, size_t round, const Buffers& bufs, DataType type, ReduceOp op) {
   const size_t esz = size_of(type);
-  const ReduceFn fn = reduce_fn(type, op);
+  ReduceFn fn = nullptr;  // looked up by the first step that reduces (broadcasts and gathers have none)
+  auto reducer = [&] { return fn ? fn : (fn = reduce_fn(type, op)); };
   active_.clear();
   for (size_t i = plan.round_begin[round]; i < plan.round_end(round); ++i) {
     const Step& s = plan.steps[i];
@@ -99,7 +100,7 @@ void Engine::run_round(const Plan& plan, size_t round, const Buffers& bufs, Data
       case StepKind::copy:
         if (src != dst) std::memmove(dst, src, bytes);
         break;
-      case StepKind::reduce: fn(dst, dst, src, s.count); break;
+      case StepKind::reduce: reducer()(dst, dst, src, s.count); break;
       case StepKind::finalize: finalize(dst, s.count, type, op, nranks_); break;
       case StepKind::send:
       case StepKind::recv:
@@ -112,7 +113,7 @@ void Engine::run_round(const Plan& plan, size_t round, const Buffers& bufs, Data
           throw InternalError("plan forwards a reduction over a link or op that cannot");
         if (s.kind == StepKind::send) l->post_send(src, bytes);
         else if (s.kind == StepKind::recv) l->post_recv(dst, bytes, {});
-        else l->post_recv(dst, bytes, Reduction{fn, esz, src, forward});
+        else l->post_recv(dst, bytes, Reduction{reducer(), esz, src, forward});
         active_.push_back(l);
         break;
       }

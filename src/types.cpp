@@ -4,14 +4,6 @@
 
 namespace strata {
 
-bool is_valid(DataType t) { return static_cast<int>(t) >= 0 && static_cast<int>(t) < kNumDataTypes; }
-bool is_valid(ReduceOp op) { return static_cast<int>(op) >= 0 && static_cast<int>(op) < kNumReduceOps; }
-
-size_t size_of(DataType t) {
-  static constexpr size_t sizes[kNumDataTypes] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
-  return is_valid(t) ? sizes[static_cast<int>(t)] : 0;
-}
-
 bool is_floating(DataType t) {
   return t == DataType::float16 || t == DataType::bfloat16 || t == DataType::float32 ||
          t == DataType::float64;

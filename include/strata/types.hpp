@@ -27,9 +27,13 @@ inline constexpr int kNumDataTypes = 10;
 enum class ReduceOp : int { sum = 0, prod = 1, max = 2, min = 3, avg = 4 };
 inline constexpr int kNumReduceOps = 5;
 
-bool is_valid(DataType t);
-bool is_valid(ReduceOp op);
-size_t size_of(DataType t);  // bytes per element
+// Inline: every call checks and sizes its arguments.
+inline bool is_valid(DataType t) { return static_cast<int>(t) >= 0 && static_cast<int>(t) < kNumDataTypes; }
+inline bool is_valid(ReduceOp op) { return static_cast<int>(op) >= 0 && static_cast<int>(op) < kNumReduceOps; }
+inline size_t size_of(DataType t) {  // bytes per element; 0 for an invalid type
+  constexpr size_t sizes[kNumDataTypes] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
+  return is_valid(t) ? sizes[static_cast<int>(t)] : 0;
+}
 bool is_floating(DataType t);
 
 // nccl-tests' names: "int8", "uint8", "int32", "uint32", "int64", "uint64",
