@@ -180,6 +180,21 @@ TEST(UcxSelection, TransportMismatchBetweenRanksIsAClearError) {
   }
 }
 
+// Put slots of another shape on one rank are refused on both ends of its links, naming the
+// variables: a sender cutting larger slots would write past the receiver's region.
+TEST(UcxSelection, PutSlotsThatDifferBetweenRanksAreAClearError) {
+  Job j = spawn({STRATA_WORKER_PATH, "--quick"}, 2, with(kUcxSm, {{"STRATA_TIMEOUT", "20"}}),
+                {{}, {{"STRATA_UCX_PUT_CHUNK_BYTES", "1M"}}}, 40);
+  for (int r = 0; r < 2; ++r) {
+    const ProcResult& p = j.ranks[r];
+    EXPECT_FALSE(p.killed_by_deadline) << j.dump();
+    EXPECT_TRUE(p.exited && p.exit_code != 0) << j.dump();
+    EXPECT_NE((p.out + p.err).find("set the same STRATA_UCX_PUT_CHUNK_BYTES and STRATA_UCX_STAGING_CHUNKS"),
+              std::string::npos)
+        << j.dump();
+  }
+}
+
 // A STRATA_UCX_PUTS UCX would not understand is refused on every rank, naming the variable.
 TEST(UcxSelection, BadPutsSettingIsAClearError) {
   Job j = spawn({STRATA_WORKER_PATH, "--quick"}, 2, with(kUcxSm, {{"STRATA_UCX_PUTS", "yes"}, {"STRATA_TIMEOUT", "20"}}),

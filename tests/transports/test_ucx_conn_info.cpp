@@ -13,6 +13,8 @@ ConnInfo sample(bool puts) {
   for (int i = 0; i < 77; ++i) c.address.push_back(static_cast<char>(i * 7 + 1));
   if (puts) {
     c.region = 0x7f12345678c0ull;
+    c.slot_bytes = 256 << 10;
+    c.slots = 4;
     for (int i = 0; i < 19; ++i) c.rkey.push_back(static_cast<char>(0xf0 - i));
   }
   return c;
@@ -27,6 +29,8 @@ TEST(UcxConnInfo, RoundTrips) {
     ASSERT_TRUE(d.has_value());
     EXPECT_EQ(d->address, c.address);
     EXPECT_EQ(d->region, c.region);
+    EXPECT_EQ(d->slot_bytes, c.slot_bytes);
+    EXPECT_EQ(d->slots, c.slots);
     EXPECT_EQ(d->rkey, c.rkey);
     EXPECT_EQ(d->takes_puts(), puts);
   }

@@ -10,17 +10,21 @@
 namespace strata::ucx {
 
 // The worker address, and where the peer may put its data into this rank: the address of
-// the staging region this rank set aside for that peer and its packed remote key (both
-// empty when this rank takes no puts).
+// the staging region this rank set aside for that peer, its packed remote key (empty when
+// this rank takes no puts) and its shape, which the peer must share (a sender that cut
+// larger slots, or more, would write past the region).
 struct ConnInfo {
   std::vector<char> address;
   uint64_t region = 0;
+  uint64_t slot_bytes = 0;
+  uint32_t slots = 0;
   std::vector<char> rkey;
   bool takes_puts() const { return !rkey.empty(); }
 };
 
-// Wire format: "SUX1", u32 address length, address, u64 region, u32 rkey length, rkey
-// (host byte order: both ends are Strata processes of one job, on one kind of machine).
+// Wire format: "SUX1", u32 address length, address, u64 region, u64 slot bytes, u32 slots,
+// u32 rkey length, rkey (host byte order: both ends are Strata processes of one job, on one
+// kind of machine).
 inline std::vector<char> encode(const ConnInfo& c) {
   std::vector<char> out;
   auto put = [&](const void* p, size_t n) {
@@ -32,6 +36,8 @@ inline std::vector<char> encode(const ConnInfo& c) {
   put(&alen, 4);
   put(c.address.data(), alen);
   put(&c.region, 8);
+  put(&c.slot_bytes, 8);
+  put(&c.slots, 4);
   put(&rlen, 4);
   put(c.rkey.data(), rlen);
   return out;
@@ -56,7 +62,8 @@ inline std::optional<ConnInfo> decode(const std::vector<char>& in) {
   char magic[4];
   ConnInfo c;
   if (!take(magic, 4) || std::memcmp(magic, "SUX1", 4) != 0) return std::nullopt;
-  if (!take_bytes(c.address) || c.address.empty() || !take(&c.region, 8) || !take_bytes(c.rkey) || at != in.size())
+  if (!take_bytes(c.address) || c.address.empty() || !take(&c.region, 8) || !take(&c.slot_bytes, 8) ||
+      !take(&c.slots, 4) || !take_bytes(c.rkey) || at != in.size())
     return std::nullopt;
   return c;
 }

@@ -445,6 +445,8 @@ class UcxSetup final : public Setup {
       Worker::Region r = w_->map_region(put_chunk_ * static_cast<size_t>(slots_));
       regions_[peer] = r.base;
       mine.region = reinterpret_cast<uint64_t>(r.base);
+      mine.slot_bytes = put_chunk_;
+      mine.slots = static_cast<uint32_t>(slots_);
       mine.rkey = std::move(r.rkey);
     }
     return encode(mine);
@@ -455,7 +457,14 @@ class UcxSetup final : public Setup {
     if (!theirs) throw SystemError("UCX: malformed connection info from rank " + std::to_string(peer));
     std::optional<PutPath> path;
     auto mine = regions_.find(peer);
-    if (mine != regions_.end() && theirs->takes_puts()) path = PutPath{mine->second, theirs->region, theirs->rkey};
+    if (mine != regions_.end() && theirs->takes_puts()) {
+      if (theirs->slot_bytes != put_chunk_ || theirs->slots != static_cast<uint32_t>(slots_))
+        throw InvalidArgument("UCX puts: rank " + std::to_string(peer) + " has " + std::to_string(theirs->slots) +
+                              " slots of " + std::to_string(theirs->slot_bytes) + " B, rank " + std::to_string(rank_) +
+                              " " + std::to_string(slots_) + " of " + std::to_string(put_chunk_) +
+                              " B; set the same STRATA_UCX_PUT_CHUNK_BYTES and STRATA_UCX_STAGING_CHUNKS on every rank");
+      path = PutPath{mine->second, theirs->region, theirs->rkey};
+    }
     size_t chunk = path ? put_chunk_ : chunk_;
     return std::make_unique<UcxLink>(peer, rank_, w_, theirs->address, same_host, chunk, slots_, std::move(path));
   }
