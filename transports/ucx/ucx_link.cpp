@@ -77,27 +77,16 @@ class UcxLink final : public Link {
     ucs_status_t st = ucp_ep_create(w_->worker, &p, &ep_);
     if (st != UCS_OK)
       throw SystemError("UCX: connecting to rank " + std::to_string(peer) + " failed: " + status_text(st));
-    if (puts) start_puts(*puts);
+    if (!puts) return;
+    try {
+      start_puts(*puts);
+    } catch (...) {
+      release(true);  // no destructor runs for an object whose constructor threw
+      throw;
+    }
   }
 
-  ~UcxLink() override {
-    // Requests still outstanding mean the communicator failed: receives must not land in
-    // memory the caller reuses, and sends may wait for a peer that will never match them,
-    // so the endpoint is closed by force (which cancels them) rather than flushed.
-    for (Op& o : inflight_) {
-      if (o.kind == Kind::recv || o.kind == Kind::notice) ucp_request_cancel(w_->worker, o.req);
-      ucp_request_free(o.req);
-    }
-    // Credits are always awaited; cancelling them is no sign of failure.
-    for (void* r : credit_reqs_) {
-      if (!r) continue;
-      ucp_request_cancel(w_->worker, r);
-      ucp_request_free(r);
-    }
-    if (rkey_) ucp_rkey_destroy(rkey_);
-    w_->retire(ep_, state_->status != UCS_OK || !inflight_.empty() || !pending_puts_.empty());
-    if (stage_) w_->retire_mem(memh_, stage_);
-  }
+  ~UcxLink() override { release(state_->status != UCS_OK || !inflight_.empty() || !pending_puts_.empty()); }
 
   const char* name() const override { return "ucx"; }
   void set_streaming_stores(bool on) override { streaming_stores_ = on; }
@@ -186,6 +175,24 @@ class UcxLink final : public Link {
     uint64_t seq;
   };
 
+  // Requests still outstanding mean the communicator failed: receives must not land in
+  // memory the caller reuses, and sends may wait for a peer that will never match them,
+  // so the endpoint is closed by force (which cancels them) rather than flushed.
+  void release(bool failed) {
+    for (Op& o : inflight_) {
+      if (o.kind == Kind::recv || o.kind == Kind::notice) ucp_request_cancel(w_->worker, o.req);
+      ucp_request_free(o.req);
+    }
+    // Credits are always awaited; cancelling them is no sign of failure.
+    for (void* r : credit_reqs_) {
+      if (!r) continue;
+      ucp_request_cancel(w_->worker, r);
+      ucp_request_free(r);
+    }
+    if (rkey_) ucp_rkey_destroy(rkey_);
+    w_->retire(ep_, failed);
+  }
+
   static void on_error(void* arg, ucp_ep_h, ucs_status_t st) {
     auto* s = static_cast<EpState*>(arg);
     if (s->status == UCS_OK) s->status = st;
@@ -248,22 +255,12 @@ class UcxLink final : public Link {
                                 " bytes): mismatched send/receive sizes");
   }
 
-  // Staging is mapped on the first reducing receive and kept for the link's life.
+  // Staging is mapped on the first reducing receive and kept for the worker's life.
   void post_staged() {
     if (!stage_) {
-      size_t bytes = chunk_ * static_cast<size_t>(nslots_);
-      stage_ = static_cast<char*>(std::aligned_alloc(4096, (bytes + 4095) & ~size_t(4095)));
-      if (!stage_) throw SystemError("UCX: out of memory for the staging buffer");
-      ucp_mem_map_params_t mp{};
-      mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-      mp.address = stage_;
-      mp.length = bytes;
-      ucs_status_t st = ucp_mem_map(w_->ctx, &mp, &memh_);
-      if (st != UCS_OK) {
-        std::free(stage_);
-        stage_ = nullptr;
-        throw SystemError("UCX: ucp_mem_map of the staging buffer failed: " + status_text(st));
-      }
+      Worker::Region r = w_->map_region(chunk_ * static_cast<size_t>(nslots_));
+      stage_ = r.base;
+      memh_ = r.memh;
       for (int s = nslots_ - 1; s >= 0; --s) free_.push_back(s);
     }
     while (!staged_.empty() && !free_.empty()) {
@@ -290,7 +287,7 @@ class UcxLink final : public Link {
     credit_out_.resize(static_cast<size_t>(nslots_));
     credit_in_.resize(static_cast<size_t>(nslots_));
     for (int s = nslots_ - 1; s >= 0; --s) out_free_.push_back(s);
-    for (int s = 0; s < nslots_; ++s) credit_reqs_.push_back(post_credit_recv(credit_recv_seq_++));
+    for (int s = 0; s < nslots_; ++s) credit_reqs_.push_back(post_credit_recv(static_cast<uint64_t>(s)));
   }
 
   void* post_credit_recv(uint64_t seq) {
@@ -298,13 +295,12 @@ class UcxLink final : public Link {
                     nullptr);
   }
 
-  // Credits are awaited in order, one receive per slot: credit k lands in credit_in_[k % slots].
+  // Credits are awaited in order, one receive per slot: credit k lands in credit_in_[k % slots],
+  // and once it is taken that receive is posted again for credit k + slots.
   bool take_credits() {
-    if (credit_reqs_.empty()) return false;
     bool moved = false;
-    for (size_t i = 0; i < credit_reqs_.size(); ++i) {
-      uint64_t seq = credit_recv_seq_ - credit_reqs_.size() + i;
-      size_t k = seq % credit_reqs_.size();
+    while (!credit_reqs_.empty()) {
+      const size_t k = credits_taken_ % credit_reqs_.size();
       ucp_tag_recv_info_t info{};
       ucs_status_t st = ucp_tag_recv_request_test(credit_reqs_[k], &info);
       if (st == UCS_INPROGRESS) break;
@@ -314,13 +310,11 @@ class UcxLink final : public Link {
         throw PeerError(peer(), "rank " + std::to_string(peer()) + " sent a malformed UCX credit");
       out_free_.push_back(static_cast<int>(slot));
       ucp_request_free(credit_reqs_[k]);
-      credit_reqs_[k] = nullptr;
+      credit_reqs_[k] = nullptr;  // released if posting the next one throws
+      credit_reqs_[k] = post_credit_recv(credits_taken_ + credit_reqs_.size());
+      ++credits_taken_;
       moved = true;
     }
-    // Repost, in order, every receive whose credit came.
-    for (size_t k = credit_recv_seq_ % credit_reqs_.size(), n = 0; n < credit_reqs_.size() && !credit_reqs_[k];
-         ++n, k = credit_recv_seq_ % credit_reqs_.size())
-      credit_reqs_[k] = post_credit_recv(credit_recv_seq_++);
     return moved;
   }
 
@@ -418,7 +412,7 @@ class UcxLink final : public Link {
   std::vector<PutNotice> notice_out_;            // by slot: stable until the slot's credit
   std::vector<uint64_t> credit_out_, credit_in_;  // by slot / by credit sequence
   std::vector<void*> credit_reqs_;
-  uint64_t credit_send_seq_ = 0, credit_recv_seq_ = 0;
+  uint64_t credit_send_seq_ = 0, credits_taken_ = 0;
   std::deque<PutNotice> notice_in_;  // grows, never shrinks: receives point into it
 
   std::vector<int> notice_free_;

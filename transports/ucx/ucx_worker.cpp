@@ -158,10 +158,7 @@ Worker::~Worker() {
       return;
     }
   }
-  for (auto& [memh, buf] : mem_) {
-    ucp_mem_unmap(ctx, memh);
-    std::free(buf);  // null for memory UCX allocated
-  }
+  for (ucp_mem_h memh : mem_) ucp_mem_unmap(ctx, memh);
   ucp_worker_destroy(worker);
   ucp_cleanup(ctx);
 }
@@ -186,7 +183,7 @@ Worker::Region Worker::map_region(size_t bytes) {
   r.base = static_cast<char*>(attr.address);
   r.rkey.assign(static_cast<char*>(packed), static_cast<char*>(packed) + len);
   ucp_rkey_buffer_release(packed);
-  retire_mem(r.memh, nullptr);
+  mem_.push_back(r.memh);
   return r;
 }
 

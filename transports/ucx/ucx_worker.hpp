@@ -29,8 +29,9 @@ class Worker {
 
   EpState* ep_state(int peer) { return &states_.emplace_back(EpState{peer}); }
 
-  // Memory UCX allocates where a peer can put into it (shared memory on one host,
-  // registered memory with RDMA), and its packed remote key.
+  // Memory UCX allocates, mapped until the worker goes: where a peer can put into it
+  // (shared memory on one host, registered memory with RDMA), with its packed remote key,
+  // or a staging buffer for tag receives.
   struct Region {
     ucp_mem_h memh = nullptr;
     char* base = nullptr;
@@ -38,7 +39,6 @@ class Worker {
   };
   Region map_region(size_t bytes);
   void retire(ucp_ep_h ep, bool failed) { eps_.push_back({ep, failed}); }
-  void retire_mem(ucp_mem_h memh, void* buf) { mem_.push_back({memh, buf}); }
 
   ucp_context_h ctx = nullptr;
   ucp_worker_h worker = nullptr;
@@ -47,7 +47,7 @@ class Worker {
  private:
   std::deque<EpState> states_;  // stable addresses
   std::vector<std::pair<ucp_ep_h, bool>> eps_;
-  std::vector<std::pair<ucp_mem_h, void*>> mem_;
+  std::vector<ucp_mem_h> mem_;
 };
 
 }  // namespace strata::ucx
