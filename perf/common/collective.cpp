@@ -15,6 +15,7 @@ const char* name(Coll c) {
     case Coll::reduce: return "reduce";
     case Coll::all_to_all: return "all_to_all";
     case Coll::sendrecv: return "sendrecv";
+    case Coll::pipeline: return "pipeline";
   }
   return "?";
 }
@@ -23,7 +24,7 @@ std::optional<Coll> parse_coll(std::string_view s) {
   constexpr std::string_view suffix = "_perf";
   if (s.size() > suffix.size() && s.substr(s.size() - suffix.size()) == suffix)
     s.remove_suffix(suffix.size());
-  static const std::array<std::pair<std::string_view, Coll>, 9> names = {{
+  static const std::array<std::pair<std::string_view, Coll>, 10> names = {{
       {"all_reduce", Coll::all_reduce},
       {"reduce_scatter", Coll::reduce_scatter},
       {"all_gather", Coll::all_gather},
@@ -33,6 +34,7 @@ std::optional<Coll> parse_coll(std::string_view s) {
       {"alltoall", Coll::all_to_all},
       {"sendrecv", Coll::sendrecv},
       {"send_recv", Coll::sendrecv},
+      {"pipeline", Coll::pipeline},
   }};
   for (const auto& [n, c] : names)
     if (n == s) return c;
@@ -45,7 +47,9 @@ bool has_op(Coll c) {
 
 bool has_root(Coll c) { return c == Coll::broadcast || c == Coll::reduce; }
 
-bool checks_in_place(Coll c) { return c != Coll::all_to_all && c != Coll::sendrecv; }
+bool checks_in_place(Coll c) {
+  return c != Coll::all_to_all && c != Coll::sendrecv && c != Coll::pipeline;
+}
 
 Layout layout_for(Coll c, size_t count, int nranks) {
   const size_t n = nranks > 0 ? static_cast<size_t>(nranks) : 1;
@@ -56,6 +60,7 @@ Layout layout_for(Coll c, size_t count, int nranks) {
     case Coll::broadcast:
     case Coll::reduce:
     case Coll::sendrecv:
+    case Coll::pipeline:
       l.send_count = l.recv_count = l.param_count = count;
       break;
     case Coll::reduce_scatter:
@@ -87,7 +92,8 @@ double busbw_factor(Coll c, int nranks) {
     case Coll::all_to_all: return (n - 1) / n;
     case Coll::broadcast:
     case Coll::reduce:
-    case Coll::sendrecv: return 1.0;
+    case Coll::sendrecv:
+    case Coll::pipeline: return 1.0;
   }
   return 1.0;
 }

@@ -9,7 +9,11 @@
 
 namespace perf {
 
-enum class Coll { all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, sendrecv };
+// sendrecv is nccl-tests' ring shift (rank r sends to r+1 and receives from r-1, with the
+// wrap-around, so 2 ranks send both ways at once). pipeline is the same shift without
+// the wrap-around: rank 0 only sends, the last rank only receives, as activations flow
+// in pipeline parallelism; on 2 ranks it is one-way, what `ucx_perftest -t tag_bw` times.
+enum class Coll { all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, sendrecv, pipeline };
 
 const char* name(Coll c);  // "all_reduce", ...
 // Accepts our names, nccl-tests' binary names ("all_reduce_perf") and "alltoall".
@@ -17,7 +21,7 @@ std::optional<Coll> parse_coll(std::string_view s);
 
 bool has_op(Coll c);    // takes a reduction operator (all_reduce, reduce_scatter, reduce)
 bool has_root(Coll c);  // broadcast, reduce
-// nccl-tests does not validate in-place all_to_all and sendrecv ("N/A").
+// nccl-tests does not validate in-place all_to_all and sendrecv ("N/A"); nor pipeline here.
 bool checks_in_place(Coll c);
 
 // Element counts for one row, derived as nccl-tests' getCollByteCount does from
@@ -38,7 +42,7 @@ struct Layout {
 Layout layout_for(Coll c, size_t count, int nranks);
 
 // busbw = algbw * factor: 2(n-1)/n for all_reduce; (n-1)/n for reduce_scatter,
-// all_gather, all_to_all; 1 for broadcast, reduce, sendrecv.
+// all_gather, all_to_all; 1 for broadcast, reduce, sendrecv, pipeline.
 double busbw_factor(Coll c, int nranks);
 
 // algbw (GB/s, 1e9) = size bytes / seconds; busbw = algbw * busbw_factor.

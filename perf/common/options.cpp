@@ -180,7 +180,7 @@ ParseResult parse_options(const std::vector<std::string>& args, std::optional<Co
     auto c = parse_coll(args[i]);
     if (!c) {
       r.error = "unknown collective '" + args[i] +
-                "' (expected all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, sendrecv)";
+                "' (expected all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, sendrecv, pipeline)";
       return r;
     }
     o.coll = *c;
@@ -195,7 +195,7 @@ ParseResult parse_options(const std::vector<std::string>& args, std::optional<Co
       return r;
     }
     r.error = "missing the collective: the first word must be one of all_reduce, reduce_scatter, "
-              "all_gather, broadcast, reduce, all_to_all, sendrecv";
+              "all_gather, broadcast, reduce, all_to_all, sendrecv, pipeline";
     return r;
   }
 
@@ -258,7 +258,7 @@ ParseResult parse_options(const std::vector<std::string>& args, std::optional<Co
 std::string usage(const std::string& program) {
   return "USAGE: " + program +
          " <collective> [options]\n"
-         "  collective: all_reduce reduce_scatter all_gather broadcast reduce all_to_all sendrecv\n"
+         "  collective: all_reduce reduce_scatter all_gather broadcast reduce all_to_all sendrecv pipeline\n"
          "\t[-b,--minbytes <min size in bytes>] (K/M/G suffixes: powers of 1024; default 32M)\n"
          "\t[-e,--maxbytes <max size in bytes>] (default 32M)\n"
          "\t[-i,--stepbytes <increment size>] (default 1M; used when -f is 1)\n"

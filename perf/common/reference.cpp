@@ -116,6 +116,9 @@ double expected_value(const CheckSpec& s, size_t k) {
     case Coll::sendrecv:
       v = move_input((s.rank - 1 + n) % n, k + s.seed);
       break;
+    case Coll::pipeline:  // rank 0 receives nothing: its buffer stays zero
+      v = s.rank == 0 ? 0.0 : move_input(s.rank - 1, k + s.seed);
+      break;
   }
   return round_to(s.type, v);
 }

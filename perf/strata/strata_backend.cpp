@@ -76,6 +76,12 @@ void StrataBackend::run(const CollCall& c) {
       comm.group_end();
       return;
     }
+    case Coll::pipeline:
+      comm.group_start();
+      if (rank_ + 1 < size_) comm.send(c.send, c.count, t, rank_ + 1);
+      if (rank_ > 0) comm.recv(c.recv, c.count, t, rank_ - 1);
+      comm.group_end();
+      return;
   }
 }
 

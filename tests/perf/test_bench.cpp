@@ -20,6 +20,7 @@ class LoopbackBackend : public Backend {
   bool supports(Coll c, DType t, RedOp) const override { return !(c == Coll::sendrecv && t == DType::int64); }
   void run(const CollCall& c) override {
     ++calls;
+    if (c.coll == Coll::pipeline) return;  // one rank is both ends of the chain: nothing moves
     if (c.count && c.send != c.recv) std::memmove(c.recv, c.send, c.count * size_of(c.type));
     if (corrupt && c.count) static_cast<unsigned char*>(c.recv)[0] ^= 0x40;
   }
@@ -42,7 +43,7 @@ Options small(Coll c) {
 
 TEST(Bench, CorrectBackendPassesEveryCollective) {
   for (Coll c : {Coll::all_reduce, Coll::reduce_scatter, Coll::all_gather, Coll::broadcast, Coll::reduce,
-                 Coll::all_to_all, Coll::sendrecv}) {
+                 Coll::all_to_all, Coll::sendrecv, Coll::pipeline}) {
     LoopbackBackend b;
     Options o = small(c);
     o.types = all_dtypes();

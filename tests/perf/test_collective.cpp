@@ -6,7 +6,7 @@ namespace perf {
 namespace {
 
 TEST(Layout, AllReduceAndRooted) {
-  for (Coll c : {Coll::all_reduce, Coll::broadcast, Coll::reduce, Coll::sendrecv}) {
+  for (Coll c : {Coll::all_reduce, Coll::broadcast, Coll::reduce, Coll::sendrecv, Coll::pipeline}) {
     const Layout l = layout_for(c, 1000, 4);
     EXPECT_EQ(l.send_count, 1000u);
     EXPECT_EQ(l.recv_count, 1000u);
@@ -55,6 +55,7 @@ TEST(Bandwidth, BusFactorsMatchFormulas) {
     EXPECT_DOUBLE_EQ(busbw_factor(Coll::broadcast, n), 1.0);
     EXPECT_DOUBLE_EQ(busbw_factor(Coll::reduce, n), 1.0);
     EXPECT_DOUBLE_EQ(busbw_factor(Coll::sendrecv, n), 1.0);
+    EXPECT_DOUBLE_EQ(busbw_factor(Coll::pipeline, n), 1.0);
   }
 }
 
@@ -76,6 +77,7 @@ TEST(Collective, Traits) {
   EXPECT_FALSE(has_root(Coll::all_reduce));
   EXPECT_FALSE(checks_in_place(Coll::all_to_all));
   EXPECT_FALSE(checks_in_place(Coll::sendrecv));
+  EXPECT_FALSE(checks_in_place(Coll::pipeline));
   EXPECT_TRUE(checks_in_place(Coll::all_gather));
 }
 

@@ -85,6 +85,7 @@ TEST(ParseOptions, CollectiveNames) {
   EXPECT_EQ(parse({"all_to_all"}).options.coll, Coll::all_to_all);
   EXPECT_EQ(parse({"all_gather_perf"}).options.coll, Coll::all_gather);
   EXPECT_EQ(parse({"sendrecv"}).options.coll, Coll::sendrecv);
+  EXPECT_EQ(parse({"pipeline"}).options.coll, Coll::pipeline);
   EXPECT_EQ(parse({"reduce"}).options.coll, Coll::reduce);
 }
 

@@ -79,6 +79,10 @@ std::vector<Rank> simulate(Coll coll, DType t, RedOp op, int root, int nranks, s
         case Coll::broadcast: v = in[static_cast<size_t>(root)][j]; break;
         case Coll::all_to_all: v = in[j / c][ur * c + j % c]; break;
         case Coll::sendrecv: v = in[static_cast<size_t>((r - 1 + nranks) % nranks)][j]; break;
+        case Coll::pipeline:
+          if (r == 0) continue;  // the first stage receives nothing
+          v = in[static_cast<size_t>(r - 1)][j];
+          break;
       }
       store(t, out, j, v);
     }
@@ -126,7 +130,8 @@ TEST_P(ReferenceAllCollectives, WrongValueIsCounted) {
 
 INSTANTIATE_TEST_SUITE_P(Perf, ReferenceAllCollectives,
                          ::testing::Values(Coll::all_reduce, Coll::reduce_scatter, Coll::all_gather,
-                                           Coll::broadcast, Coll::reduce, Coll::all_to_all, Coll::sendrecv),
+                                           Coll::broadcast, Coll::reduce, Coll::all_to_all, Coll::sendrecv,
+                                           Coll::pipeline),
                          [](const auto& info) { return std::string(name(info.param)); });
 
 TEST(Reference, MissingContributionIsDetected) {

@@ -116,6 +116,18 @@ void MpiBackend::run(const CollCall& c) {
               "MPI_Sendrecv");
       return;
     }
+    case Coll::pipeline: {  // MPI_PROC_NULL: the ends of the chain only send or only receive
+      const int next = rank_ + 1 < size_ ? rank_ + 1 : MPI_PROC_NULL;
+      const int prev = rank_ > 0 ? rank_ - 1 : MPI_PROC_NULL;
+      constexpr int kTag = 8;
+      if (c.in_place)
+        check(MPI_Sendrecv_replace(c.recv, n, dt, next, kTag, prev, kTag, w, MPI_STATUS_IGNORE),
+              "MPI_Sendrecv_replace");
+      else
+        check(MPI_Sendrecv(c.send, n, dt, next, kTag, c.recv, n, dt, prev, kTag, w, MPI_STATUS_IGNORE),
+              "MPI_Sendrecv");
+      return;
+    }
   }
 }
 

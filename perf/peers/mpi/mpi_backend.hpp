@@ -3,6 +3,7 @@
 //   MPI_Allgather, broadcast MPI_Bcast, reduce MPI_Reduce, all_to_all MPI_Alltoall,
 //   sendrecv MPI_Sendrecv to rank+1 from rank-1; in place with MPI_IN_PLACE
 //   (MPI_Sendrecv_replace for sendrecv).
+//   pipeline MPI_Sendrecv as sendrecv, with MPI_PROC_NULL past the ends of the chain.
 // Where MPI's semantics differ from nccl's, the backend adds the host work needed to
 // produce nccl's result (it is inside the timed region):
 //   - out-of-place broadcast: the root copies send to recv (MPI_Bcast has one buffer);
