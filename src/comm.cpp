@@ -115,15 +115,26 @@ struct CommState {
     Plan plan;
     StoreChooser stores;  // learnt over this plan's calls
   };
-  std::map<std::tuple<int, size_t, size_t, int, bool, bool>, CachedPlan> plans;
+  using PlanKey = std::tuple<int, size_t, size_t, int, bool, bool>;
+  std::map<PlanKey, CachedPlan> plans;
+  // The last plan used: a loop repeating one call skips the map search.
+  PlanKey last_key{-1, 0, 0, 0, false, false};
+  CachedPlan* last_plan = nullptr;
   // Grouped send/receive plans are made per call; their store choice is learnt by the
   // bytes the group sends (map nodes stay put: an asynchronous call may hold one).
   std::map<size_t, StoreChooser> p2p_stores;
 
+  // Operations run one at a time: `busy` is taken by whoever runs one (the worker, or a
+  // blocking call on its caller's thread). The queue is guarded by qm; `queued` mirrors
+  // its size and `waiters` counts threads waiting on qcv for `busy` to drop, so a
+  // blocking call with nothing queued takes neither the mutex nor a syscall.
   std::mutex qm;
   std::condition_variable qcv;
   std::deque<std::shared_ptr<Request::Op>> queue;
-  bool busy = false, stop = false;
+  std::atomic<size_t> queued{0};
+  std::atomic<bool> busy{false};
+  std::atomic<int> waiters{0};
+  bool stop = false;
   std::thread worker;
   std::atomic<Life> life{live};
 
@@ -165,17 +176,30 @@ struct CommState {
     log::set_thread_rank(rank);
     std::unique_lock lk(qm);
     for (;;) {
-      qcv.wait(lk, [&] { return stop || (!queue.empty() && !busy); });
+      qcv.wait(lk, [&] { return stop || !queue.empty(); });
       if (queue.empty()) return;
+      wait_not_busy(lk, [] { return true; });
+      bool idle = false;
+      if (!busy.compare_exchange_strong(idle, true)) continue;  // a blocking call got in first
       auto op = queue.front();
       queue.pop_front();
-      busy = true;
+      queued.store(queue.size());
       lk.unlock();
       op->complete(run_caught(op->run));
       lk.lock();
-      busy = false;
+      busy.store(false);
       qcv.notify_all();
     }
+  }
+
+  // Waits under qm until `busy` is clear and `also()` holds. Counted in `waiters` while
+  // it waits, so whoever clears `busy` without the mutex knows to wake it. (Sequentially
+  // consistent: either the clearer sees the count, or the waiter sees `busy` clear.)
+  template <class Pred>
+  void wait_not_busy(std::unique_lock<std::mutex>& lk, const Pred& also) {
+    waiters.fetch_add(1);
+    qcv.wait(lk, [&] { return !busy.load() && also(); });
+    waiters.fetch_sub(1);
   }
 
   template <class Fn>
@@ -194,33 +218,34 @@ struct CommState {
     std::lock_guard lk(qm);
     if (!worker.joinable()) worker = std::thread([this] { worker_loop(); });
     queue.push_back(op);
+    queued.store(queue.size());
     qcv.notify_all();
     return Request(op);
   }
 
   // A blocking call runs on the caller's thread when nothing is queued before it.
   // A template, not std::function: a blocking call's closure is not allocated per call.
+  // An operation this thread queued earlier is counted in `queued` before submit returns,
+  // so it always runs first; against other threads' calls no order is promised.
   template <class Fn>
   void run_now(const Fn& fn) {
-    std::unique_lock lk(qm);
-    if (!queue.empty() || busy) {
-      lk.unlock();
+    bool idle = false;
+    if (queued.load() != 0 || !busy.compare_exchange_strong(idle, true)) {
       submit(fn).wait();
       return;
     }
-    busy = true;
-    lk.unlock();
     std::exception_ptr e = run_caught(fn);
-    lk.lock();
-    busy = false;
-    qcv.notify_all();
-    lk.unlock();
+    busy.store(false);
+    if (waiters.load() != 0) {
+      std::lock_guard lk(qm);
+      qcv.notify_all();
+    }
     if (e) std::rethrow_exception(e);
   }
 
   void drain() {
     std::unique_lock lk(qm);
-    qcv.wait(lk, [&] { return queue.empty() && !busy; });
+    wait_not_busy(lk, [&] { return queue.empty(); });
   }
 
   void stop_worker() {
@@ -246,6 +271,7 @@ struct CommState {
     {
       std::lock_guard lk(qm);
       dropped.swap(queue);
+      queued.store(0);
       stop = true;
       qcv.notify_all();
     }
@@ -272,10 +298,12 @@ struct CommState {
   CachedPlan& plan_for(Collective coll, size_t count, size_t esz, int root, bool in_place, DataType type, ReduceOp op) {
     // Two ranks share one link, the same transport on both sides: they agree on `forward`.
     const bool forward = nranks == 2 && !has_finalize(op) && engine->links_forward();
-    auto key = std::make_tuple(static_cast<int>(coll), count, esz, root, in_place, forward);
+    const PlanKey key{static_cast<int>(coll), count, esz, root, in_place, forward};
+    if (last_plan && key == last_key) return *last_plan;
     if (auto it = plans.find(key); it != plans.end()) {
       STRATA_TRACE("%s: %zu x %s, cached plan %s", name(coll), count, name(type), it->second.plan.algo);
-      return it->second;
+      last_key = key;
+      return *(last_plan = &it->second);
     }
     CollArgs a{coll, count, esz, root, rank, nranks, in_place, std::max<size_t>(1, cfg.chunk_bytes / esz), &hier, forward};
     Choice choice = tune(a);
@@ -290,7 +318,8 @@ struct CommState {
     STRATA_INFO("%s: %zu x %s %s root %d: %s (%s), predicted %.1f us, %zu rounds", name(coll), count, name(type),
                 name(op), root, plan.algo, why, predict(choice.algo, a) * 1e6, plan.rounds());
     if (plans.size() >= 256) plans.clear();  // bounded: sizes sweeps should not grow it forever
-    return plans.emplace(key, CachedPlan{std::move(plan), {}}).first->second;
+    last_key = key;
+    return *(last_plan = &plans.emplace(key, CachedPlan{std::move(plan), {}}).first->second);
   }
 
   Request collective(bool blocking, const char* call, Collective coll, const void* in, void* out, size_t count,

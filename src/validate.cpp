@@ -22,8 +22,10 @@ void buffer(const char* call, const char* arg, const void* p, size_t count) {
 }
 
 void count(const char* call, size_t count, DataType t, size_t multiple) {
-  size_t limit = static_cast<size_t>(PTRDIFF_MAX) / size_of(t) / std::max<size_t>(multiple, 1);
-  if (count > limit)
+  // A multiplication, not a division by the limit: this runs on every call.
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(count, size_of(t) * std::max<size_t>(multiple, 1), &bytes) ||
+      bytes > static_cast<size_t>(PTRDIFF_MAX))
     throw InvalidArgument(std::string(call) + ": count " + std::to_string(count) + " of " + name(t) +
                           " is larger than any buffer can be");
 }

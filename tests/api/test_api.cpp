@@ -545,6 +545,23 @@ TEST_F(Api, SingleRankResults) {
   EXPECT_EQ(x, y);
 }
 
+// Blocking calls run on the caller's thread unless something is queued: each must still
+// see the result of the asynchronous call issued just before it, and leave its own for
+// the next one, through many switches between the worker and the caller.
+TEST_F(Api, BlockingCallsRunAfterQueuedOnes) {
+  std::vector<int64_t> a(3000), b(3000), c(3000);
+  for (int round = 0; round < 2000; ++round) {
+    const size_t n = 1 + static_cast<size_t>(round * 37) % a.size();
+    for (size_t i = 0; i < n; ++i) a[i] = round * 10000 + static_cast<int64_t>(i);
+    Request r = comm.all_reduce_async(a.data(), b.data(), n, DataType::int64, ReduceOp::sum);  // b = a
+    comm.all_reduce(b.data(), c.data(), n, DataType::int64, ReduceOp::max);                     // c = b
+    if (round % 3 == 0) r.wait();
+    comm.broadcast(c.data(), a.data(), n, DataType::int64, 0);  // a = c
+    ASSERT_EQ(a[n - 1], round * 10000 + static_cast<int64_t>(n - 1)) << "round " << round;
+    ASSERT_EQ(a[0], round * 10000) << "round " << round;
+  }
+}
+
 TEST_F(Api, SingleRankSplit) {
   Comm none = comm.split(-1, 0);
   EXPECT_FALSE(none.valid());

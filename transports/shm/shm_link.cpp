@@ -121,6 +121,7 @@ ShmLink::ShmLink(int peer, ShmRing* out, ShmRing* in, std::shared_ptr<ShmSegment
                  std::shared_ptr<ShmSegment> in_seg)
     : Link(peer), out_(out), in_(in), out_seg_(std::move(out_seg)), in_seg_(std::move(in_seg)) {
   head_ = out_->head.load(std::memory_order_relaxed);
+  peer_tail_ = out_->tail.load(std::memory_order_relaxed);
   tail_ = in_->tail.load(std::memory_order_relaxed);
   peer_pid_ = out_seg_->owner_pid();
   direct_min_ = static_cast<size_t>(env_int("STRATA_SHM_DIRECT_BYTES", 0, 0, 1LL << 40));
@@ -158,7 +159,14 @@ void ShmLink::post_recv(void* buf, size_t bytes, const Reduction& reduce) {
 size_t ShmLink::fifo_put(const char* bytes, size_t want, bool starts, bool whole) {
   const uint64_t cap = out_->capacity;
   uint64_t start = starts ? align_up(head_, kAlign) : head_;
-  uint64_t used = start - out_->tail.load(std::memory_order_acquire);
+  // The consumer's tail is read only when the last value seen leaves too little room:
+  // reading it every message would pull its cache line over from the consumer's core
+  // (and make the consumer's next store to it miss) for every small message.
+  uint64_t used = start - peer_tail_;
+  if (used >= cap || cap - used < want) {
+    peer_tail_ = out_->tail.load(std::memory_order_acquire);
+    used = start - peer_tail_;
+  }
   if (used >= cap) return 0;
   uint64_t n = std::min<uint64_t>(cap - used, want);
   if (whole && n < want) return 0;

@@ -101,6 +101,7 @@ class ShmLink final : public Link {
   ShmRing* in_;
   std::shared_ptr<ShmSegment> out_seg_, in_seg_;
   uint64_t head_;  // our copy of out_->head (only we write it)
+  uint64_t peer_tail_;  // out_->tail as last read: the room it leaves is surely free
   uint64_t tail_;  // our copy of in_->tail (only we write it)
   std::deque<Transfer> sends_, recvs_;
   int peer_pid_;
