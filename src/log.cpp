@@ -11,7 +11,9 @@
 namespace strata::log {
 
 namespace {
-thread_local int tls_rank = -1;
+// initial-exec: set on every call; the default model for a shared library goes through
+// __tls_get_addr each time.
+[[gnu::tls_model("initial-exec")]] thread_local int tls_rank = -1;
 
 Level parse_level() {
   const char* v = std::getenv("STRATA_DEBUG");

@@ -31,7 +31,7 @@ inline constexpr int kNumReduceOps = 5;
 inline bool is_valid(DataType t) { return static_cast<int>(t) >= 0 && static_cast<int>(t) < kNumDataTypes; }
 inline bool is_valid(ReduceOp op) { return static_cast<int>(op) >= 0 && static_cast<int>(op) < kNumReduceOps; }
 inline size_t size_of(DataType t) {  // bytes per element; 0 for an invalid type
-  constexpr size_t sizes[kNumDataTypes] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
+  static constexpr size_t sizes[kNumDataTypes] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
   return is_valid(t) ? sizes[static_cast<int>(t)] : 0;
 }
 bool is_floating(DataType t);

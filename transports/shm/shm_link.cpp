@@ -39,7 +39,7 @@ uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) & ~(a - 1); }
 }  // namespace
 
 std::shared_ptr<ShmSegment> ShmSegment::create(const std::string& name, int nrings, size_t ring_bytes) {
-  uint64_t stride = align_up(ShmRing::kHeaderBytes + ring_bytes, 4096);
+  uint64_t stride = align_up(ShmRing::kHeaderBytes + ring_bytes + ShmInline::kRingBytes, 4096);
   uint64_t total = kHeaderBytes + stride * static_cast<uint64_t>(nrings);
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) sys_fail("shm_open " + name);
@@ -65,6 +65,7 @@ std::shared_ptr<ShmSegment> ShmSegment::create(const std::string& name, int nrin
     r->head.store(0, std::memory_order_relaxed);
     r->tail.store(0, std::memory_order_relaxed);
     r->large_done.store(0, std::memory_order_relaxed);
+    r->inline_tail.store(0, std::memory_order_relaxed);
     r->direct_ok.store(0, std::memory_order_relaxed);
     r->capacity = ring_bytes;
   }
@@ -223,11 +224,53 @@ size_t ShmLink::fifo_read(char* dst, size_t len, size_t done, const Reduction& r
   return n;
 }
 
+namespace {
+std::atomic_ref<uint64_t> line_flag(char* line) { return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(line)); }
+}  // namespace
+
+bool ShmLink::inline_put(const char* src, size_t len) {
+  constexpr uint64_t cap = ShmInline::kRingBytes, data = ShmInline::kLineData;
+  const uint64_t bytes = ShmInline::lines(len) * 64;
+  if (inline_head_ + bytes - peer_inline_tail_ > cap) {
+    peer_inline_tail_ = out_->inline_tail.load(std::memory_order_acquire);
+    if (inline_head_ + bytes - peer_inline_tail_ > cap) return false;
+  }
+  char* ring = out_->inline_data();
+  for (uint64_t off = 0, pos = inline_head_; off < len; off += data, pos += 64) {
+    char* line = ring + pos % cap;
+    std::memcpy(line + 8, src + off, std::min(data, len - off));
+    line_flag(line).store(pos + 1, std::memory_order_release);
+  }
+  inline_head_ += bytes;
+  return true;
+}
+
+bool ShmLink::inline_get(char* dst, size_t len, const Reduction& reduce) {
+  constexpr uint64_t cap = ShmInline::kRingBytes, data = ShmInline::kLineData;
+  char* ring = in_->inline_data();
+  const uint64_t end = inline_tail_ + ShmInline::lines(len) * 64;
+  for (uint64_t pos = inline_tail_; pos < end; pos += 64)
+    if (line_flag(ring + pos % cap).load(std::memory_order_acquire) != pos + 1) return false;
+  // 56 is a multiple of every element size: no element straddles two lines.
+  for (uint64_t off = 0, pos = inline_tail_; off < len; off += data, pos += 64) {
+    const char* line = ring + pos % cap + 8;
+    const size_t n = std::min(data, len - off);
+    if (reduce) reduce.apply(dst, off, line, n);
+    else std::memcpy(dst + off, line, n);
+  }
+  inline_tail_ = end;
+  in_->inline_tail.store(inline_tail_, std::memory_order_release);
+  return true;
+}
+
 bool ShmLink::send_some() {
   bool moved = false;
   while (!sends_.empty()) {
     Transfer& t = sends_.front();
-    if (t.forward_slot) {
+    if (t.forward_slot && t.len <= ShmInline::kMaxBytes) {
+      if (t.ready < t.len || !inline_put(t.buf, t.len)) break;  // once the receive has reduced it all
+      moved = true;
+    } else if (t.forward_slot) {
       // What the receive reduced while this was not yet next (or the FIFO was full), from
       // the destination; the receive forwards the rest itself, from cache.
       if (t.done < t.ready) {
@@ -246,6 +289,9 @@ bool ShmLink::send_some() {
       }
       // The buffer must stay untouched until the peer has read it all.
       if (out_->large_done.load(std::memory_order_acquire) < t.seq) break;
+    } else if (t.len <= ShmInline::kMaxBytes) {
+      if (!inline_put(t.buf, t.len)) break;
+      moved = true;
     } else {
       size_t n = fifo_write(t.buf, t.len, t.done);
       if (n == 0) break;
@@ -312,7 +358,11 @@ bool ShmLink::recv_some() {
   bool moved = false;
   while (!recvs_.empty()) {
     Transfer& t = recvs_.front();
-    if (t.forward) {
+    if (!t.direct && t.len <= ShmInline::kMaxBytes) {
+      if (!inline_get(t.buf, t.len, t.reduce)) break;
+      moved = true;
+      if (t.forward) t.forward->ready = t.len;
+    } else if (t.forward) {
       if (!reduce_forward(t)) break;
       moved = true;
       if (t.done < t.len) continue;

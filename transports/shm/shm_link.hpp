@@ -14,14 +14,30 @@
 
 namespace strata {
 
+// Small messages (up to kInlineMax bytes) go through a ring of their own, a message in
+// whole 64-byte lines of 56 data bytes behind an 8-byte flag: the line's position in the
+// inline stream + 1. The receiver polls the lines themselves, not `head`, so a small
+// message costs it one cache-line transfer instead of two in a row (head, then data).
+// The ring holds nothing but such lines, so a stale line's flag (an older position)
+// can never look current.
+struct ShmInline {
+  static constexpr size_t kLineData = 56;
+  static constexpr size_t kMaxBytes = 256;  // 5 lines: level with the FIFO at 256 B; 512 B ran 0.72x
+  static constexpr size_t kRingBytes = 64 << 10;
+  static size_t lines(size_t bytes) { return (bytes + kLineData - 1) / kLineData; }
+};
+
 struct ShmRing {
-  alignas(64) std::atomic<uint64_t> head;        // bytes ever written (producer)
-  alignas(64) std::atomic<uint64_t> tail;        // bytes ever consumed (consumer)
-  alignas(64) std::atomic<uint64_t> large_done;  // direct-read transfers finished (consumer)
-  alignas(64) uint64_t capacity;                 // multiple of 64
-  std::atomic<uint32_t> direct_ok;               // the consumer can read the producer's memory
-  static constexpr size_t kHeaderBytes = 256;
+  alignas(64) std::atomic<uint64_t> head;         // bytes ever written (producer)
+  alignas(64) std::atomic<uint64_t> tail;         // bytes ever consumed (consumer)
+  alignas(64) std::atomic<uint64_t> large_done;   // direct-read transfers finished (consumer)
+  alignas(64) std::atomic<uint64_t> inline_tail;  // inline-ring bytes ever consumed (consumer)
+  alignas(64) uint64_t capacity;                  // multiple of 64
+  std::atomic<uint32_t> direct_ok;                // the consumer can read the producer's memory
+  static constexpr size_t kHeaderBytes = 320;
   char* data() { return reinterpret_cast<char*>(this) + kHeaderBytes; }
+  // The inline ring (ShmInline::kRingBytes) follows the FIFO's data.
+  char* inline_data() { return data() + capacity; }
 };
 
 // Large transfers skip the FIFO: the sender puts the address of its buffer in the FIFO and
@@ -88,6 +104,9 @@ class ShmLink final : public Link {
   };
   bool send_some();
   bool recv_some();
+  // A small message whole into / out of the inline ring; false when it cannot move yet.
+  bool inline_put(const char* src, size_t len);
+  bool inline_get(char* dst, size_t len, const Reduction& reduce);
   // FIFO primitives: one message, whole or in pieces; return bytes moved.
   size_t fifo_write(const char* src, size_t len, size_t done);
   // Up to `n` bytes of one message into the FIFO; `starts` aligns the message's start,
@@ -102,6 +121,8 @@ class ShmLink final : public Link {
   std::shared_ptr<ShmSegment> out_seg_, in_seg_;
   uint64_t head_;  // our copy of out_->head (only we write it)
   uint64_t peer_tail_;  // out_->tail as last read: the room it leaves is surely free
+  uint64_t inline_head_ = 0, inline_tail_ = 0;  // our positions in the two inline rings
+  uint64_t peer_inline_tail_ = 0;                // out_->inline_tail as last read
   uint64_t tail_;  // our copy of in_->tail (only we write it)
   std::deque<Transfer> sends_, recvs_;
   int peer_pid_;
