@@ -151,8 +151,7 @@ void ShmLink::post_recv(void* buf, size_t bytes, const Reduction& reduce) {
   if (reduce.forward) {
     Transfer slot{t.buf, bytes, 0, {}};
     slot.forward_slot = true;
-    sends_.push_back(slot);
-    t.forward = &sends_.back();  // deque elements stay put while others are added or popped
+    t.forward = sends_.push_back(slot);
   }
   recvs_.push_back(t);
 }
@@ -334,8 +333,8 @@ bool ShmLink::reduce_forward(Transfer& t) {
   uint64_t n = std::min<uint64_t>({head - start, t.len - t.done, forward_tmp_.size()});
   if (t.done + n < t.len) n -= n % t.reduce.elem_size;
   if (n == 0) return false;
-  Transfer& f = *t.forward;
-  if (&sends_.front() != &f) send_some();  // the sends before the forward, so it can go from cache
+  Transfer& f = sends_.at(t.forward);  // stays put: sends_ only pops until f is done
+  if (sends_.front_index() != t.forward) send_some();  // the sends before the forward, so it can go from cache
   char* tmp = forward_tmp_.data();
   uint64_t pos = start % cap;
   uint64_t first = std::min(n, cap - pos);
@@ -344,7 +343,7 @@ bool ShmLink::reduce_forward(Transfer& t) {
   if (n > first) r.fn(tmp + first, r.local + t.done + first, in_->data(), (n - first) / r.elem_size);
   tail_ = start + n;
   in_->tail.store(tail_, std::memory_order_release);
-  if (&sends_.front() == &f && f.done == t.done) f.done += fifo_put(tmp, n, f.done == 0, false);
+  if (sends_.front_index() == t.forward && f.done == t.done) f.done += fifo_put(tmp, n, f.done == 0, false);
   // Nothing reads the destination again (the forward went from tmp): non-temporal stores
   // skip reading its lines from memory first, whatever the size.
   if (stream_min_) copy_streaming(t.buf + t.done, tmp, n);
@@ -361,8 +360,8 @@ bool ShmLink::recv_some() {
     if (!t.direct && t.len <= ShmInline::kMaxBytes) {
       if (!inline_get(t.buf, t.len, t.reduce)) break;
       moved = true;
-      if (t.forward) t.forward->ready = t.len;
-    } else if (t.forward) {
+      if (t.forward != Transfer::kNoForward) sends_.at(t.forward).ready = t.len;
+    } else if (t.forward != Transfer::kNoForward) {
       if (!reduce_forward(t)) break;
       moved = true;
       if (t.done < t.len) continue;

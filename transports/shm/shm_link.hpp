@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -68,6 +67,30 @@ class ShmSegment {
   bool owner_ = false;
 };
 
+// Transfers waiting on a link, oldest first. A vector and the index of its front: it is
+// emptied, not freed, when the last one is popped (every round ends with its links idle),
+// so a steady stream of calls allocates nothing, and an element keeps its index while
+// others are added or popped.
+template <class T>
+class TransferQueue {
+ public:
+  bool empty() const { return head_ == items_.size(); }
+  T& front() { return items_[head_]; }
+  size_t front_index() const { return head_; }
+  size_t push_back(const T& t) {
+    items_.push_back(t);
+    return items_.size() - 1;
+  }
+  T& at(size_t index) { return items_[index]; }
+  void pop_front() {
+    if (++head_ == items_.size()) items_.clear(), head_ = 0;
+  }
+
+ private:
+  std::vector<T> items_;
+  size_t head_ = 0;
+};
+
 class ShmLink final : public Link {
  public:
   // `out` lives in the peer's segment, `in` in ours; both segments stay mapped while the
@@ -97,7 +120,8 @@ class ShmLink final : public Link {
     // it are reduced so far. The receive points at it with `forward`.
     bool forward_slot = false;
     size_t ready = 0;
-    Transfer* forward = nullptr;
+    static constexpr size_t kNoForward = ~size_t(0);
+    size_t forward = kNoForward;  // the index of that send in sends_
   };
   struct Descriptor {
     uint64_t addr, len;
@@ -124,7 +148,7 @@ class ShmLink final : public Link {
   uint64_t inline_head_ = 0, inline_tail_ = 0;  // our positions in the two inline rings
   uint64_t peer_inline_tail_ = 0;                // out_->inline_tail as last read
   uint64_t tail_;  // our copy of in_->tail (only we write it)
-  std::deque<Transfer> sends_, recvs_;
+  TransferQueue<Transfer> sends_, recvs_;
   int peer_pid_;
   size_t direct_min_;        // smallest transfer read directly (0: never)
   bool we_read_direct_;      // we proved we can read the peer's memory
