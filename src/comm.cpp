@@ -179,6 +179,7 @@ struct CommState {
       qcv.wait(lk, [&] { return stop || !queue.empty(); });
       if (queue.empty()) return;
       wait_not_busy(lk, [] { return true; });
+      if (queue.empty()) continue;  // an abort dropped it while we waited
       bool idle = false;
       if (!busy.compare_exchange_strong(idle, true)) continue;  // a blocking call got in first
       auto op = queue.front();
