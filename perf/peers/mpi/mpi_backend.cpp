@@ -104,22 +104,14 @@ void MpiBackend::run(const CollCall& c) {
       else
         check(MPI_Alltoall(c.send, n, dt, c.recv, n, dt, w), "MPI_Alltoall");
       return;
-    case Coll::sendrecv: {
-      const int next = (rank_ + 1) % size_;
-      const int prev = (rank_ - 1 + size_) % size_;
+    case Coll::sendrecv:
+    case Coll::pipeline: {
+      // The ring shift; pipeline has no wrap-around: MPI_PROC_NULL past the ends of the
+      // chain, so rank 0 only sends and the last rank only receives.
+      const bool ring = c.coll == Coll::sendrecv;
+      const int next = rank_ + 1 < size_ ? rank_ + 1 : ring ? 0 : MPI_PROC_NULL;
+      const int prev = rank_ > 0 ? rank_ - 1 : ring ? size_ - 1 : MPI_PROC_NULL;
       constexpr int kTag = 7;
-      if (c.in_place)
-        check(MPI_Sendrecv_replace(c.recv, n, dt, next, kTag, prev, kTag, w, MPI_STATUS_IGNORE),
-              "MPI_Sendrecv_replace");
-      else
-        check(MPI_Sendrecv(c.send, n, dt, next, kTag, c.recv, n, dt, prev, kTag, w, MPI_STATUS_IGNORE),
-              "MPI_Sendrecv");
-      return;
-    }
-    case Coll::pipeline: {  // MPI_PROC_NULL: the ends of the chain only send or only receive
-      const int next = rank_ + 1 < size_ ? rank_ + 1 : MPI_PROC_NULL;
-      const int prev = rank_ > 0 ? rank_ - 1 : MPI_PROC_NULL;
-      constexpr int kTag = 8;
       if (c.in_place)
         check(MPI_Sendrecv_replace(c.recv, n, dt, next, kTag, prev, kTag, w, MPI_STATUS_IGNORE),
               "MPI_Sendrecv_replace");
