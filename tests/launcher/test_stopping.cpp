@@ -50,7 +50,11 @@ TEST(Stopping, LeftoverSegmentsOfTheJobAreRemoved) {
   TempDir dir;
   std::string script =
       "p=/dev/shm/strata-$(printf %.12s \"$STRATA_SECRET\")-1-$STRATA_RANK; : > \"$p\"; "
-      "echo \"$p\" > \"$TESTDIR/seg.$STRATA_RANK\"; [ \"$STRATA_RANK\" = 1 ] && kill -9 $$; exit 0";
+      "echo \"$p\" > \"$TESTDIR/seg.$STRATA_RANK\"; "
+      // Rank 1 dies only once rank 0 has made its segment: dying sooner can stop rank 0
+      // before it ran at all (seen in CI).
+      "if [ \"$STRATA_RANK\" = 1 ]; then i=0; while [ ! -s \"$TESTDIR/seg.0\" ] && [ $i -lt 500 ]; do "
+      "sleep 0.01; i=$((i+1)); done; kill -9 $$; fi; exit 0";
   LaunchResult r = run_launcher({"-n", "2", "/bin/sh", "-c", script}, {dir.env()});
   EXPECT_EQ(r.exit_code(), 128 + SIGKILL) << r.err;
   for (int rank : {0, 1}) {
