@@ -14,6 +14,7 @@ namespace perf {
 // the wrap-around: rank 0 only sends, the last rank only receives, as activations flow
 // in pipeline parallelism; on 2 ranks it is one-way, what `ucx_perftest -t tag_bw` times.
 enum class Coll { all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, sendrecv, pipeline };
+inline constexpr int kNumColls = static_cast<int>(Coll::pipeline) + 1;  // keep the last one here
 
 const char* name(Coll c);  // "all_reduce", ...
 // Accepts our names, nccl-tests' binary names ("all_reduce_perf") and "alltoall".

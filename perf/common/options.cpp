@@ -10,6 +10,13 @@ namespace perf {
 
 namespace {
 
+// Every collective's name, from the enum, so the messages below never miss one.
+std::string coll_names(const char* sep) {
+  std::string out;
+  for (int c = 0; c < kNumColls; ++c) out += (c ? sep : "") + std::string(name(static_cast<Coll>(c)));
+  return out;
+}
+
 bool parse_int(std::string_view s, long long lo, long long hi, long long& out) {
   if (s.empty()) return false;
   std::string str(s);
@@ -179,8 +186,7 @@ ParseResult parse_options(const std::vector<std::string>& args, std::optional<Co
   if (i < args.size() && !args[i].empty() && args[i][0] != '-') {
     auto c = parse_coll(args[i]);
     if (!c) {
-      r.error = "unknown collective '" + args[i] +
-                "' (expected all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, sendrecv, pipeline)";
+      r.error = "unknown collective '" + args[i] + "' (expected " + coll_names(", ") + ")";
       return r;
     }
     o.coll = *c;
@@ -194,8 +200,7 @@ ParseResult parse_options(const std::vector<std::string>& args, std::optional<Co
       o.help = true;
       return r;
     }
-    r.error = "missing the collective: the first word must be one of all_reduce, reduce_scatter, "
-              "all_gather, broadcast, reduce, all_to_all, sendrecv, pipeline";
+    r.error = "missing the collective: the first word must be one of " + coll_names(", ");
     return r;
   }
 
@@ -258,7 +263,7 @@ ParseResult parse_options(const std::vector<std::string>& args, std::optional<Co
 std::string usage(const std::string& program) {
   return "USAGE: " + program +
          " <collective> [options]\n"
-         "  collective: all_reduce reduce_scatter all_gather broadcast reduce all_to_all sendrecv pipeline\n"
+         "  collective: " + coll_names(" ") + "\n"
          "\t[-b,--minbytes <min size in bytes>] (K/M/G suffixes: powers of 1024; default 32M)\n"
          "\t[-e,--maxbytes <max size in bytes>] (default 32M)\n"
          "\t[-i,--stepbytes <increment size>] (default 1M; used when -f is 1)\n"

@@ -13,7 +13,7 @@
 
 namespace strata {
 
-// Small messages (up to kInlineMax bytes) go through a ring of their own, a message in
+// Small messages (up to kMaxBytes) go through a ring of their own, a message in
 // whole 64-byte lines of 56 data bytes behind an 8-byte flag: the line's position in the
 // inline stream + 1. The receiver polls the lines themselves, not `head`, so a small
 // message costs it one cache-line transfer instead of two in a row (head, then data).
