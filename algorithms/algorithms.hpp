@@ -4,13 +4,12 @@
 
 #include <string>
 
-#include "hierarchy.hpp"
-#include "plan.hpp"
+#include "algorithms/hierarchy.hpp"
+#include "ground/plan.hpp"
+#include "strata/collective.hpp"
 
 namespace strata {
 
-enum class Collective { all_reduce, reduce_scatter, all_gather, broadcast, reduce, all_to_all, barrier };
-const char* name(Collective c);
 
 enum class Algo { ring, tree, recursive_doubling, direct, hierarchical, rabenseifner };
 // In the tuner's order of preference when predictions tie.

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "plan.hpp"
+#include "ground/plan.hpp"
 
 namespace strata {
 

@@ -4,19 +4,6 @@
 
 namespace strata {
 
-const char* name(Collective c) {
-  switch (c) {
-    case Collective::all_reduce: return "all_reduce";
-    case Collective::reduce_scatter: return "reduce_scatter";
-    case Collective::all_gather: return "all_gather";
-    case Collective::broadcast: return "broadcast";
-    case Collective::reduce: return "reduce";
-    case Collective::all_to_all: return "all_to_all";
-    case Collective::barrier: return "barrier";
-  }
-  return "?";
-}
-
 const char* name(Algo a) {
   switch (a) {
     case Algo::ring: return "ring";
@@ -62,6 +49,8 @@ Algo default_algo(const CollArgs& a) {
       return bytes < (64 << 10) ? Algo::tree : Algo::ring;
     case Collective::all_to_all:
     case Collective::barrier:
+    case Collective::send:
+    case Collective::recv:
       return Algo::direct;
   }
   return Algo::ring;

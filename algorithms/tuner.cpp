@@ -92,6 +92,8 @@ double flat_time(Algo algo, Collective coll, double bytes, int n, const LinkMode
       return chain_time(bytes, n, l, chunk);
     case Collective::all_to_all: return (n - 1) * (a + bytes / n / B);
     case Collective::barrier: return ceil_log2(n) * a;
+    case Collective::send:
+    case Collective::recv: return a + bytes / B;
   }
   return 0;
 }

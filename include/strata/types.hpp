@@ -1,4 +1,6 @@
-// Element types and reduction operators shared by the C++ API, plans and kernels.
+// Element types and reduction operators: one table each, shared by the C++ and C APIs,
+// plans, kernels, strata-perf and the tests. Header-only, so tools that do not link
+// libstrata (the perf peers) use the same names.
 #pragma once
 
 #include <cstddef>
@@ -27,22 +29,58 @@ inline constexpr int kNumDataTypes = 10;
 enum class ReduceOp : int { sum = 0, prod = 1, max = 2, min = 3, avg = 4 };
 inline constexpr int kNumReduceOps = 5;
 
+struct DataTypeInfo {
+  const char* name;  // nccl-tests' name
+  size_t size;       // bytes per element
+  bool floating;
+  bool is_signed;
+};
+// Indexed by DataType.
+inline constexpr DataTypeInfo kDataTypes[kNumDataTypes] = {
+    {"int8", 1, false, true},      {"uint8", 1, false, false},   {"int32", 4, false, true},
+    {"uint32", 4, false, false},   {"int64", 8, false, true},    {"uint64", 8, false, false},
+    {"half", 2, true, true},       {"bfloat16", 2, true, true},  {"float", 4, true, true},
+    {"double", 8, true, true},
+};
+// Indexed by ReduceOp.
+inline constexpr const char* kReduceOpNames[kNumReduceOps] = {"sum", "prod", "max", "min", "avg"};
+
 // Inline: every call checks and sizes its arguments.
 inline bool is_valid(DataType t) { return static_cast<int>(t) >= 0 && static_cast<int>(t) < kNumDataTypes; }
 inline bool is_valid(ReduceOp op) { return static_cast<int>(op) >= 0 && static_cast<int>(op) < kNumReduceOps; }
-inline size_t size_of(DataType t) {  // bytes per element; 0 for an invalid type
-  static constexpr size_t sizes[kNumDataTypes] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
-  return is_valid(t) ? sizes[static_cast<int>(t)] : 0;
-}
-bool is_floating(DataType t);
+inline size_t size_of(DataType t) { return is_valid(t) ? kDataTypes[static_cast<int>(t)].size : 0; }  // 0: invalid
+inline bool is_floating(DataType t) { return is_valid(t) && kDataTypes[static_cast<int>(t)].floating; }
+inline bool is_signed(DataType t) { return is_valid(t) && kDataTypes[static_cast<int>(t)].is_signed; }
 
 // nccl-tests' names: "int8", "uint8", "int32", "uint32", "int64", "uint64",
-// "half", "bfloat16", "float", "double".
-const char* name(DataType t);
-const char* name(ReduceOp op);  // "sum", "prod", "max", "min", "avg"
+// "half", "bfloat16", "float", "double"; "invalid" otherwise.
+inline const char* name(DataType t) { return is_valid(t) ? kDataTypes[static_cast<int>(t)].name : "invalid"; }
+inline const char* name(ReduceOp op) { return is_valid(op) ? kReduceOpNames[static_cast<int>(op)] : "invalid"; }
 
-// Accepts the names above and common aliases ("fp32", "float32", "fp16", "bf16", ...).
-std::optional<DataType> parse_datatype(std::string_view s);
-std::optional<ReduceOp> parse_reduce_op(std::string_view s);
+// Accepts the names above and common aliases ("fp32", "float32", "fp16", "bf16", "i8", ...).
+inline std::optional<DataType> parse_datatype(std::string_view s) {
+  struct Alias {
+    std::string_view text;
+    DataType type;
+  };
+  static constexpr Alias aliases[] = {
+      {"char", DataType::int8},        {"i8", DataType::int8},          {"u8", DataType::uint8},
+      {"int", DataType::int32},        {"i32", DataType::int32},        {"u32", DataType::uint32},
+      {"i64", DataType::int64},        {"u64", DataType::uint64},       {"fp16", DataType::float16},
+      {"float16", DataType::float16},  {"bf16", DataType::bfloat16},    {"fp32", DataType::float32},
+      {"float32", DataType::float32},  {"fp64", DataType::float64},     {"float64", DataType::float64},
+  };
+  for (int i = 0; i < kNumDataTypes; ++i)
+    if (s == kDataTypes[i].name) return static_cast<DataType>(i);
+  for (const Alias& a : aliases)
+    if (a.text == s) return a.type;
+  return std::nullopt;
+}
+
+inline std::optional<ReduceOp> parse_reduce_op(std::string_view s) {
+  for (int i = 0; i < kNumReduceOps; ++i)
+    if (s == kReduceOpNames[i]) return static_cast<ReduceOp>(i);
+  return std::nullopt;
+}
 
 }  // namespace strata

@@ -8,8 +8,8 @@
 #include <string>
 #include <thread>
 
-#include "env.hpp"
-#include "reduce.hpp"
+#include "ground/env.hpp"
+#include "ground/reduce.hpp"
 #include "strata/error.hpp"
 #include "strata/strata.hpp"
 #include "test_proc.hpp"

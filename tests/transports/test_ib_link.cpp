@@ -10,7 +10,7 @@
 #include <memory>
 #include <random>
 
-#include "reduce.hpp"
+#include "ground/reduce.hpp"
 #include "strata/error.hpp"
 #include "transports/ibverbs/ib_link.hpp"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "reduce.hpp"
+#include "ground/reduce.hpp"
 #include "transports/shm/shm_link.hpp"
 
 namespace strata {

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <thread>
 
-#include "bootstrap/unique_id.hpp"
-#include "net/socket.hpp"
+#include "core/bootstrap/unique_id.hpp"
+#include "ground/socket.hpp"
 #include "strata/strata.hpp"
 
 namespace strata {

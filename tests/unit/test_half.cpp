@@ -5,7 +5,7 @@
 #include <cmath>
 #include <random>
 
-#include "half.hpp"
+#include "ground/half.hpp"
 
 namespace strata {
 namespace {

@@ -222,7 +222,9 @@ void run(const Case& c) {
         case Collective::all_gather: want = {{static_cast<int>(blk), off}}; break;
         case Collective::broadcast: want = {{c.root, i}}; break;
         case Collective::all_to_all: want = {{static_cast<int>(blk), static_cast<size_t>(r) * c.count + off}}; break;
-        case Collective::barrier: break;
+        case Collective::barrier:
+        case Collective::send:
+        case Collective::recv: break;
       }
       ASSERT_EQ(s.arena[s.out.base + i], want) << "rank " << r << " output element " << i;
     }

@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "half.hpp"
-#include "reduce.hpp"
+#include "ground/half.hpp"
+#include "ground/reduce.hpp"
 
 namespace strata {
 namespace generic {

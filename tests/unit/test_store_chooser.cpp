@@ -2,7 +2,7 @@
 // tried once in every kExploreEvery calls so a change of placement is noticed.
 #include <gtest/gtest.h>
 
-#include "store_chooser.hpp"
+#include "core/store_chooser.hpp"
 
 namespace strata {
 namespace {

@@ -1,5 +1,5 @@
 // Built without libibverbs: the transport is never available and says why when forced.
-#include "log.hpp"
+#include "ground/log.hpp"
 #include "strata/error.hpp"
 #include "transports/ibverbs/ib_transport.hpp"
 

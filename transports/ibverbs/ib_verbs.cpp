@@ -11,7 +11,7 @@
 #include <mutex>
 #include <random>
 
-#include "log.hpp"
+#include "ground/log.hpp"
 #include "strata/error.hpp"
 #include "transports/ibverbs/ib_hca.hpp"
 #include "transports/ibverbs/ib_link.hpp"

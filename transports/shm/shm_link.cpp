@@ -10,7 +10,7 @@
 #include <cstring>
 #include <new>
 
-#include "env.hpp"
+#include "ground/env.hpp"
 #include "strata/error.hpp"
 #include "transports/streaming.hpp"
 

@@ -4,7 +4,7 @@
 #include <deque>
 #include <vector>
 
-#include "net/socket.hpp"
+#include "ground/socket.hpp"
 #include "transports/transport.hpp"
 
 namespace strata {

@@ -26,7 +26,7 @@
 #include <optional>
 #include <string>
 
-#include "log.hpp"
+#include "ground/log.hpp"
 #include "strata/error.hpp"
 #include "transports/streaming.hpp"
 #include "transports/ucx/ucx_config.hpp"

@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "env.hpp"
+#include "ground/env.hpp"
 #include "transports/transport.hpp"
 
 namespace strata::ucx {

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "log.hpp"
+#include "ground/log.hpp"
 #include "strata/error.hpp"
 #include "transports/ucx/ucx_config.hpp"
 #include "transports/ucx/ucx_transport.hpp"

@@ -7,11 +7,11 @@
 #include <exception>
 #include <vector>
 
-#include "env.hpp"
-#include "mesh.hpp"
-#include "plan.hpp"
-#include "reduce.hpp"
-#include "store_chooser.hpp"
+#include "ground/env.hpp"
+#include "core/mesh.hpp"
+#include "ground/plan.hpp"
+#include "ground/reduce.hpp"
+#include "core/store_chooser.hpp"
 #include "strata/types.hpp"
 
 namespace strata {

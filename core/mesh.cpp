@@ -1,9 +1,9 @@
-#include "mesh.hpp"
+#include "core/mesh.hpp"
 
 #include <cstdio>
 #include <cstring>
 
-#include "log.hpp"
+#include "ground/log.hpp"
 #include "transports/ibverbs/ib_transport.hpp"
 #include "transports/shm/shm_link.hpp"
 #include "transports/shm/shm_names.hpp"

@@ -1,4 +1,4 @@
-#include "reduce.hpp"
+#include "ground/reduce.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "half.hpp"
+#include "ground/half.hpp"
 
 namespace strata {
 

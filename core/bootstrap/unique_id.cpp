@@ -1,4 +1,4 @@
-#include "bootstrap/unique_id.hpp"
+#include "core/bootstrap/unique_id.hpp"
 
 #include <sys/random.h>
 

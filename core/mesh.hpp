@@ -7,8 +7,8 @@
 #include <memory>
 #include <vector>
 
-#include "bootstrap/bootstrap.hpp"
-#include "env.hpp"
+#include "core/bootstrap/bootstrap.hpp"
+#include "ground/env.hpp"
 #include "transports/transport.hpp"
 
 namespace strata {

@@ -1,4 +1,4 @@
-#include "bootstrap/bootstrap.hpp"
+#include "core/bootstrap/bootstrap.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,8 +7,8 @@
 #include <fstream>
 #include <thread>
 
-#include "env.hpp"
-#include "log.hpp"
+#include "ground/env.hpp"
+#include "ground/log.hpp"
 
 namespace strata::bootstrap {
 

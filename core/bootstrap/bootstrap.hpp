@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/unique_id.hpp"
-#include "net/socket.hpp"
+#include "core/bootstrap/unique_id.hpp"
+#include "ground/socket.hpp"
 
 namespace strata::bootstrap {
 

@@ -5,7 +5,7 @@
 #include <immintrin.h>
 
 #define STRATA_ISA avx2
-#include "reduce_kernels.hpp"
+#include "ground/reduce_kernels.hpp"
 
 namespace strata::avx2 {
 

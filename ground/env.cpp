@@ -1,4 +1,4 @@
-#include "env.hpp"
+#include "ground/env.hpp"
 
 #include <cerrno>
 #include <cstdlib>

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "net/socket.hpp"
+#include "ground/socket.hpp"
 #include "strata/strata.hpp"
 
 namespace strata::bootstrap {

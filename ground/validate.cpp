@@ -1,4 +1,4 @@
-#include "validate.hpp"
+#include "ground/validate.hpp"
 
 #include <algorithm>
 #include <cstddef>

@@ -1,4 +1,4 @@
-#include "hierarchy.hpp"
+#include "algorithms/hierarchy.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,6 +1,6 @@
 // Reduction kernels for any x86-64 (SSE2): what the compiler vectorises, scalar 16-bit.
 #define STRATA_ISA generic
-#include "reduce_kernels.hpp"
+#include "ground/reduce_kernels.hpp"
 
 namespace strata::generic {
 

@@ -1,4 +1,4 @@
-#include "log.hpp"
+#include "ground/log.hpp"
 
 #include <sys/syscall.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "net/socket.hpp"
+#include "ground/socket.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include <cstring>
 #include <thread>
 
-#include "log.hpp"
+#include "ground/log.hpp"
 #include "strata/error.hpp"
 
 namespace strata::net {

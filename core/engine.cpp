@@ -1,4 +1,4 @@
-#include "engine.hpp"
+#include "core/engine.hpp"
 
 #include <poll.h>
 #include <sched.h>
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <thread>
 
-#include "log.hpp"
+#include "ground/log.hpp"
 #include "strata/error.hpp"
 
 namespace strata {

@@ -18,7 +18,7 @@
 #include <set>
 #include <type_traits>
 
-#include "log.hpp"
+#include "ground/log.hpp"
 #include "topology/pci_names.hpp"
 
 namespace strata::topo {

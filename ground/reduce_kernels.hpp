@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "half.hpp"
-#include "reduce.hpp"
+#include "ground/half.hpp"
+#include "ground/reduce.hpp"
 
 namespace strata::STRATA_ISA {
 

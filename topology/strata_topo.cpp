@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "comm_info.hpp"
+#include "core/comm_info.hpp"
 #include "topology/topology.hpp"
 
 namespace {

@@ -14,13 +14,13 @@
 
 #include "algorithms/algorithms.hpp"
 #include "algorithms/tuner.hpp"
-#include "bootstrap/bootstrap.hpp"
-#include "comm_info.hpp"
-#include "engine.hpp"
-#include "log.hpp"
-#include "reduce.hpp"
+#include "core/bootstrap/bootstrap.hpp"
+#include "core/comm_info.hpp"
+#include "core/engine.hpp"
+#include "ground/log.hpp"
+#include "ground/reduce.hpp"
 #include "strata/strata.hpp"
-#include "validate.hpp"
+#include "ground/validate.hpp"
 
 namespace strata {
 

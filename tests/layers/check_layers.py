@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Fails when a library folder includes a folder of a higher layer (docs/architecture.md).
+
+Layers, lowest first: ground; algorithms and transports (beside each other, neither
+includes the other); core; api. Public headers (include/) are the contract every layer
+may use. Tools (launcher, topology, perf, training) are above the library: nothing in the
+library may include them. Prints one line per offending include, then a verdict.
+"""
+import os
+import re
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+# Which project folders each library folder may include ("strata/..." is include/).
+MAY_INCLUDE = {
+    "ground": {"ground"},
+    "algorithms": {"ground", "algorithms"},
+    "transports": {"ground", "transports"},
+    "core": {"ground", "algorithms", "transports", "core"},
+    "api": {"ground", "algorithms", "transports", "core", "api"},
+}
+PROJECT_FOLDERS = set(MAY_INCLUDE) | {"launcher", "topology", "perf", "training", "tests", "tools"}
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+
+
+def check(ROOT):
+    bad, checked = [], 0
+    for layer, allowed in MAY_INCLUDE.items():
+        for dirpath, _, files in os.walk(os.path.join(ROOT, layer)):
+            for f in files:
+                if not f.endswith((".cpp", ".hpp", ".h", ".c", ".cu", ".cuh")):
+                    continue
+                path = os.path.join(dirpath, f)
+                text = open(path, encoding="utf-8", errors="replace").read()
+                for inc in INCLUDE.findall(text):
+                    checked += 1
+                    top = inc.split("/")[0]
+                    if os.path.exists(os.path.join(ROOT, "include", inc)):
+                        continue  # a public header
+                    if "/" not in inc:
+                        bad.append(f"{os.path.relpath(path, ROOT)}: \"{inc}\" is not path-qualified")
+                    elif top in allowed:
+                        continue
+                    elif top in PROJECT_FOLDERS:
+                        bad.append(f"{os.path.relpath(path, ROOT)}: {layer} includes \"{inc}\" from {top}")
+    for b in bad:
+        print(b)
+    print(f"layers: {checked} includes checked, {len(bad)} against the layering")
+    return 1 if bad else 0
+
+
+def planted_violation_is_caught():
+    """A tree whose ground includes core must fail the check (the check can fail)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        for folder, text in (("ground", '#include "core/engine.hpp"\n'), ("core", '#include "ground/log.hpp"\n')):
+            os.makedirs(os.path.join(tmp, folder))
+            open(os.path.join(tmp, folder, "x.hpp"), "w").write(text)
+        caught = check(tmp) == 1
+    print("planted upward include:", "caught" if caught else "NOT caught")
+    return 0 if caught else 1
+
+
+def main():
+    if sys.argv[1:] == ["--plant-violation"]:
+        return planted_violation_is_caught()
+    return check(os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else ROOT)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
