@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "algorithms/hierarchy.hpp"
 #include "ground/plan.hpp"
@@ -56,6 +57,18 @@ struct Fold {
     else p.send(r - 1, out, count);
   }
 };
+
+// One point-to-point transfer of a group (group_start ... group_end) on this rank.
+struct P2POp {
+  bool is_send;
+  char* buf;
+  size_t bytes;
+  int peer;
+};
+// A group as one round: every transfer is posted at once. Sends to self meet receives
+// from self in the order they were posted and become copies (InvalidArgument when their
+// numbers or sizes differ).
+Plan p2p_plan(const std::vector<P2POp>& ops, int rank);
 
 // Whether `algo` implements `coll`.
 bool supports(Algo algo, Collective coll);

@@ -31,7 +31,12 @@ PeerError abort_notice_error(const Notice& n, int from) {
                           "); the communicator is unusable");
 }
 
-char* at(const Buffers& b, Ref r, size_t esz) {
+// The engine's slot beside a cached plan.
+struct EngineSlot : PlanSlot {
+  StoreChooser stores;  // learnt over this plan's calls
+};
+
+char* at(const Engine::Buffers& b, Ref r, size_t esz) {
   if (r.buf == Buf::absolute) return reinterpret_cast<char*>(r.offset);
   char* base = r.buf == Buf::input ? const_cast<char*>(static_cast<const char*>(b.input))
                : r.buf == Buf::output ? static_cast<char*>(b.output)
@@ -59,8 +64,16 @@ Engine::Engine(int rank, int nranks, Mesh mesh, const Config& cfg, bool oversubs
 
 Engine::~Engine() = default;
 
-void Engine::execute(const Plan& plan, const Buffers& bufs, DataType type, ReduceOp op, StoreChooser* stores) {
+void Engine::execute(const Plan& plan, const Call& call, void* scratch, std::unique_ptr<PlanSlot>& slot) {
   if (failed_) std::rethrow_exception(failed_);
+  StoreChooser* stores = nullptr;
+  if (call.bytes() >= StoreChooser::kMinBytes) {
+    if (!slot) slot = std::make_unique<EngineSlot>();
+    stores = &static_cast<EngineSlot&>(*slot).stores;
+  }
+  const Buffers bufs{call.send, call.recv, scratch};
+  const DataType type = call.type;
+  const ReduceOp op = call.op;
   const bool streaming = stores && stores->streaming();
   if (streaming != streaming_stores_) {
     for (auto& l : mesh_.links)

@@ -5,10 +5,12 @@
 
 #include <atomic>
 #include <exception>
+#include <memory>
 #include <vector>
 
 #include "ground/env.hpp"
 #include "core/mesh.hpp"
+#include "ground/call.hpp"
 #include "ground/plan.hpp"
 #include "ground/reduce.hpp"
 #include "core/store_chooser.hpp"
@@ -16,22 +18,24 @@
 
 namespace strata {
 
-struct Buffers {
-  const void* input;
-  void* output;
-  void* scratch;
-};
-
 class Engine {
  public:
+  // What a plan's Buf::input, output and scratch refer to in one call.
+  struct Buffers {
+    const void* input;
+    void* output;
+    void* scratch;
+  };
+
   // `oversubscribed`: a machine of the job runs more ranks than it gives them CPUs.
   Engine(int rank, int nranks, Mesh mesh, const Config& cfg, bool oversubscribed = false);
   ~Engine();
 
-  // Runs one plan to completion. After any failure the engine stays failed: this and every
-  // later call throws the first error (the links' byte streams are no longer in step).
-  // `stores`: this call's choice of FIFO stores is made and timed there (null: ordinary).
-  void execute(const Plan& plan, const Buffers& bufs, DataType type, ReduceOp op, StoreChooser* stores = nullptr);
+  // Runs one plan to completion over the call's buffers (the plan's input and output) and
+  // `scratch`. After any failure the engine stays failed: this and every later call throws
+  // the first error (the links' byte streams are no longer in step). `slot`: what the
+  // engine keeps for this plan between calls (its store choice, for large calls).
+  void execute(const Plan& plan, const Call& call, void* scratch, std::unique_ptr<PlanSlot>& slot);
   // Tells every peer this rank is leaving on purpose (destroy), so they do not report it.
   void say_goodbye();
   // Callable from any thread: running and later operations fail, connections are shut

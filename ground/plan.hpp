@@ -72,6 +72,13 @@ struct Plan {
   }
 };
 
+// What an executor keeps per plan between calls (the engine: its store choice, learnt over
+// the plan's calls). Whoever caches plans holds one beside each plan without knowing what
+// it is.
+struct PlanSlot {
+  virtual ~PlanSlot() = default;
+};
+
 // Element range of block i when n elements are cut into `parts` nearly equal blocks.
 inline size_t block_begin(size_t n, int parts, int i) {
   return static_cast<size_t>((static_cast<unsigned __int128>(n) * static_cast<unsigned>(i)) / static_cast<unsigned>(parts));

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "strata/collective.hpp"
 #include "strata/error.hpp"
 #include "strata/types.hpp"
 
@@ -35,6 +36,7 @@ UniqueId get_unique_id();
 
 class Request;
 struct CommState;
+class OpQueue;
 
 // A handle: copies refer to the same communicator. A default-constructed Comm is null.
 class Comm {
@@ -101,6 +103,10 @@ class Comm {
  private:
   explicit Comm(std::shared_ptr<CommState> s) : state_(std::move(s)) {}
   CommState& checked() const;
+  // Every call goes through these: described once, checked, then run or queued.
+  Request start(bool blocking, Collective coll, const void* send, void* recv, size_t count, DataType type,
+                ReduceOp op, int root);
+  Request end_group(bool blocking);
   std::shared_ptr<CommState> state_;
   friend struct CommState;
 };
@@ -118,7 +124,7 @@ class Request {
  private:
   explicit Request(std::shared_ptr<Op> op) : op_(std::move(op)) {}
   std::shared_ptr<Op> op_;
-  friend struct CommState;
+  friend class OpQueue;
 };
 
 }  // namespace strata

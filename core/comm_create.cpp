@@ -1,0 +1,156 @@
+// Making communicators: the unique id and bootstrap, connecting the mesh, split.
+#include <sched.h>
+
+#include <algorithm>
+
+#include "core/comm_state.hpp"
+#include "ground/log.hpp"
+
+namespace strata {
+
+namespace {
+
+net::Fd listen_like(const net::SockAddr& advertised) {
+  net::SockAddr any;
+  any.ss.ss_family = advertised.ss.ss_family;
+  any.len = advertised.ss.ss_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+  return net::listen_on(any);
+}
+
+uint64_t mix(uint64_t x) {  // splitmix64: spreads split tags so sub-communicators differ
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// `emulated_node` >= 0 (STRATA_HIERARCHY sets node sizes) makes this rank's host
+// identity differ per emulated node, so those talk over tcp as separate hosts would.
+bootstrap::RankInfo my_info(const Config& cfg, const net::Fd& listener, int emulated_node) {
+  bootstrap::RankInfo info{};
+  info.listen = net::local_address(listener.get());
+  std::string host = bootstrap::host_identity();
+  if (emulated_node >= 0) host += "/emulated-node-" + std::to_string(emulated_node);
+  std::snprintf(info.host, sizeof info.host, "%s", host.c_str());
+  info.tcp_nsocks = cfg.tcp_nsocks;
+  info.force_tcp = cfg.transport == "tcp";
+  std::snprintf(info.machine, sizeof info.machine, "%s", bootstrap::machine_identity().c_str());
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) CPU_SET(0, &set);  // unknown: count one CPU
+  for (int c = 0; c < CPU_SETSIZE && c < 64 * 16; ++c)
+    if (CPU_ISSET(c, &set)) info.cpus[c / 64] |= uint64_t{1} << (c % 64);
+  return info;
+}
+
+}  // namespace
+
+Comm CommState::create(int rank, int nranks, const std::vector<bootstrap::RankInfo>& table, const net::Fd& listener,
+                       const bootstrap::Secret& secret, uint64_t tag, const Config& cfg,
+                       const std::vector<LevelSpec>& spec) {
+  auto s = std::make_shared<CommState>();
+  std::vector<std::string> hosts;
+  for (const auto& info : table) hosts.emplace_back(info.host);
+  s->hier = build_hierarchy(hosts, spec, env_string("STRATA_LINK_MODEL").value_or(""));
+  std::vector<RankCpus> cpus;
+  for (const auto& info : table) cpus.push_back({info.machine, std::vector<uint64_t>(std::begin(info.cpus), std::end(info.cpus))});
+  s->hier.oversubscribed = oversubscribed(cpus);
+  if (rank == 0) STRATA_INFO("hierarchy: %s%s", s->hier.describe().c_str(),
+                             s->hier.oversubscribed ? "; more ranks than CPUs on a machine (the tuner avoids pipelined chains; idle ranks yield at once)" : "");
+  s->rank = rank;
+  s->nranks = nranks;
+  s->cfg = cfg;
+  s->secret = secret;
+  s->tag = tag;
+  s->table = table;
+  Mesh mesh = connect_mesh(rank, table, listener, secret, tag, cfg, net::deadline_after(cfg.timeout_s));
+  s->engine = std::make_unique<Engine>(rank, nranks, std::move(mesh), cfg, s->hier.oversubscribed);
+  return Comm(s);
+}
+
+// ---- creation ----
+
+UniqueId get_unique_id() {
+  Config cfg = Config::from_env();
+  bootstrap::IdFields f;
+  f.root = net::interface_address(env_string("STRATA_SOCKET_IFNAME").value_or(""));
+  net::Fd listener = net::listen_on(f.root);
+  f.root.set_port(net::local_address(listener.get()).port());
+  f.secret = bootstrap::random_secret();
+  bootstrap::start_root(std::move(listener), f.secret, cfg.timeout_s);
+  STRATA_INFO("bootstrap root listening on %s", f.root.str().c_str());
+  return bootstrap::encode_id(f);
+}
+
+static Comm init(int nranks, int rank, const net::SockAddr& root, const bootstrap::Secret& secret) {
+  if (nranks < 1) throw InvalidArgument("nranks must be at least 1, got " + std::to_string(nranks));
+  if (rank < 0 || rank >= nranks)
+    throw InvalidArgument("rank " + std::to_string(rank) + " is outside [0, " + std::to_string(nranks) + ")");
+  log::set_thread_rank(rank);
+  Config cfg = Config::from_env();
+  auto spec = parse_hierarchy_spec(env_string("STRATA_HIERARCHY").value_or(""));
+  net::Fd listener = listen_like(root);
+  auto table = bootstrap::join(root, secret, rank, nranks, my_info(cfg, listener, emulated_node(spec, rank)),
+                               net::deadline_after(cfg.timeout_s));
+  Comm c = CommState::create(rank, nranks, table, listener, secret, 1, cfg, spec);
+  STRATA_INFO("communicator ready: rank %d of %d, host %s", rank, nranks, table[rank].host);
+  return c;
+}
+
+Comm Comm::init_rank(int nranks, const UniqueId& id, int rank) {
+  bootstrap::IdFields f = bootstrap::decode_id(id);
+  return init(nranks, rank, f.root, f.secret);
+}
+
+Comm Comm::init_from_env() {
+  auto rank_s = env_string("STRATA_RANK"), size_s = env_string("STRATA_WORLD_SIZE");
+  if (!rank_s || !size_s) throw InvalidArgument("init_from_env: STRATA_RANK and STRATA_WORLD_SIZE must be set");
+  int nranks = static_cast<int>(env_int("STRATA_WORLD_SIZE", 1, 1, 1 << 24));
+  int rank = static_cast<int>(env_int("STRATA_RANK", 0, 0, nranks - 1));
+  auto root_s = env_string("STRATA_ROOT");
+  if (!root_s) throw InvalidArgument("init_from_env: STRATA_ROOT=host:port must be set");
+  net::SockAddr root = net::parse_host_port(*root_s);
+  bootstrap::Secret secret{};
+  if (auto hex = env_string("STRATA_SECRET")) {
+    secret = bootstrap::parse_secret_hex(*hex);
+  } else {
+    STRATA_WARN("STRATA_SECRET is not set: connections are checked against an all-zero secret");
+  }
+  if (rank == 0) bootstrap::start_root(net::listen_on(root), secret, Config::from_env().timeout_s);
+  return init(nranks, rank, root, secret);
+}
+
+Comm Comm::split(int color, int key) {
+  CommState& s = checked();
+  if (s.group_depth > 0) throw InvalidUsage("split: not allowed inside group_start/group_end");
+  struct Entry {
+    int32_t color, key;
+    bootstrap::RankInfo info;
+  };
+  net::Fd listener = listen_like(s.table[s.rank].listen);
+  Entry mine{color, key, s.table[s.rank]};
+  mine.info.listen = s.table[s.rank].listen;  // same address as in the parent, new port
+  mine.info.listen.set_port(net::local_address(listener.get()).port());
+  std::vector<Entry> all(static_cast<size_t>(s.nranks));
+  s.start(describe(Collective::all_gather, &mine, all.data(), sizeof(Entry), DataType::uint8, ReduceOp::sum, 0, s.rank,
+                   s.nranks),
+          true);
+  uint64_t tag = mix(s.tag ^ mix(++s.splits) ^ mix(static_cast<uint64_t>(static_cast<uint32_t>(color))));
+  if (color < 0) return Comm();
+  std::vector<int> members;
+  for (int r = 0; r < s.nranks; ++r)
+    if (all[r].color == color) members.push_back(r);
+  std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return all[a].key < all[b].key; });
+  std::vector<bootstrap::RankInfo> table;
+  int new_rank = -1;
+  for (int r : members) {
+    if (r == s.rank) new_rank = static_cast<int>(table.size());
+    table.push_back(all[r].info);
+  }
+  STRATA_INFO("split: color %d key %d -> rank %d of %zu", color, key, new_rank, table.size());
+  // Nodes come from host identities (emulated nodes included); STRATA_HIERARCHY's upper
+  // levels describe the world's ranks, not a subset's.
+  return CommState::create(new_rank, static_cast<int>(table.size()), table, listener, s.secret, tag, s.cfg, {});
+}
+
+}  // namespace strata
