@@ -108,7 +108,7 @@ Plan direct_plan(const CollArgs& a) {
     case Collective::barrier: p = barrier(a); break;
     default: break;
   }
-  p.algo = "direct";
+  p.algo = name(Algo::direct);
   return p;
 }
 

@@ -349,7 +349,7 @@ Plan hierarchical_plan(const CollArgs& a) {
     }
     default: return ring_plan(a);
   }
-  p.algo = "hierarchical";
+  p.algo = name(Algo::hierarchical);
   return p;
 }
 

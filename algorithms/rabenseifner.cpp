@@ -8,7 +8,7 @@ namespace strata {
 
 Plan rabenseifner_plan(const CollArgs& a) {
   Plan p;
-  p.algo = "rabenseifner";
+  p.algo = name(Algo::rabenseifner);
   const int n = a.nranks, r = a.rank;
   const Fold fold(n);
   const int pow2 = fold.pow2, me = fold.member(r);

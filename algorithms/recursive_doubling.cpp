@@ -71,7 +71,7 @@ Plan all_reduce(const CollArgs& a) {
 
 Plan recursive_doubling_plan(const CollArgs& a) {
   Plan p = a.coll == Collective::all_gather ? all_gather(a) : all_reduce(a);
-  p.algo = "recursive_doubling";
+  p.algo = name(Algo::recursive_doubling);
   return p;
 }
 

@@ -12,7 +12,7 @@ namespace {
 // one straight into the output (each block is received-and-reduced once per rank).
 Plan all_reduce_whole(const CollArgs& a) {
   Plan p;
-  p.algo = "ring";
+  p.algo = name(Algo::ring);
   const int n = a.nranks, r = a.rank, next = mod(r + 1, n), prev = mod(r - 1, n);
   auto in = [&](int i) { return Ref{Buf::input, block_begin(a.count, n, mod(i, n))}; };
   auto blk = [&](int i) { return Ref{Buf::output, block_begin(a.count, n, mod(i, n))}; };
@@ -57,7 +57,7 @@ int two_rank_pieces(const CollArgs& a) {
 // below serves that case.)
 Plan all_reduce_forwarding(const CollArgs& a) {
   Plan p;
-  p.algo = "ring";
+  p.algo = name(Algo::ring);
   const int r = a.rank, peer = 1 - r, pieces = two_rank_pieces(a);
   auto at = [&](int piece, Buf b, int half) {
     const size_t off = block_begin(a.count, pieces, piece), c = block_size(a.count, pieces, piece);
@@ -89,7 +89,7 @@ Plan all_reduce(const CollArgs& a) {
     at.push_back({{0, 1}, {Buf::input, off}, {Buf::output, off}, {Buf::scratch, 0}, true});
   }
   Plan p = interleave(plans, at);
-  p.algo = "ring";
+  p.algo = name(Algo::ring);
   return p;
 }
 
@@ -97,7 +97,7 @@ Plan all_reduce(const CollArgs& a) {
 // accumulators alternate: one is sent while the other receives.
 Plan reduce_scatter(const CollArgs& a) {
   Plan p;
-  p.algo = "ring";
+  p.algo = name(Algo::ring);
   const int n = a.nranks, r = a.rank, next = mod(r + 1, n), prev = mod(r - 1, n);
   const size_t c = a.count;
   auto in = [&](int b) { return Ref{Buf::input, static_cast<size_t>(mod(b, n)) * c}; };
@@ -123,7 +123,7 @@ Plan reduce_scatter(const CollArgs& a) {
 
 Plan all_gather(const CollArgs& a) {
   Plan p;
-  p.algo = "ring";
+  p.algo = name(Algo::ring);
   const int n = a.nranks, r = a.rank, next = mod(r + 1, n), prev = mod(r - 1, n);
   const size_t c = a.count;
   auto slot = [&](int b) { return Ref{Buf::output, static_cast<size_t>(mod(b, n)) * c}; };
@@ -141,7 +141,7 @@ Plan all_gather(const CollArgs& a) {
 // k in round k+i-1 and forwards it in round k+i.
 Plan broadcast(const CollArgs& a) {
   Plan p;
-  p.algo = "ring";
+  p.algo = name(Algo::ring);
   const int n = a.nranks, pos = mod(a.rank - a.root, n);
   const int next = mod(a.rank + 1, n), prev = mod(a.rank - 1, n);
   const size_t chunk = std::max<size_t>(a.chunk_count, 1);
@@ -166,7 +166,7 @@ Plan broadcast(const CollArgs& a) {
 // k+d-1 (reducing into its accumulator) and forwards it in round k+d.
 Plan reduce(const CollArgs& a) {
   Plan p;
-  p.algo = "ring";
+  p.algo = name(Algo::ring);
   const int n = a.nranks, pos = mod(a.rank - a.root, n);
   const int d = n - 1 - pos;  // the root is the chain's head, distance n-1 from its tail
   const int to = mod(a.rank - 1, n), from = mod(a.rank + 1, n);

@@ -1,19 +1,15 @@
-#include "algorithms/algorithms.hpp"
+#include <iterator>
 
+#include "algorithms/algorithms.hpp"
 #include "strata/error.hpp"
 
 namespace strata {
 
 const char* name(Algo a) {
-  switch (a) {
-    case Algo::ring: return "ring";
-    case Algo::tree: return "tree";
-    case Algo::recursive_doubling: return "recursive_doubling";
-    case Algo::direct: return "direct";
-    case Algo::hierarchical: return "hierarchical";
-    case Algo::rabenseifner: return "rabenseifner";
-  }
-  return "?";
+  // Indexed by Algo: the one list of algorithm names (STRATA_ALGO, logs, plans).
+  static constexpr const char* names[] = {"ring", "tree", "recursive_doubling", "direct", "hierarchical", "rabenseifner"};
+  const auto i = static_cast<size_t>(a);
+  return i < std::size(names) ? names[i] : "?";
 }
 
 bool supports(Algo algo, Collective coll) {

@@ -9,7 +9,7 @@ int real_rank(int vr, const CollArgs& a) { return mod(vr + a.root, a.nranks); }
 
 Plan broadcast(const CollArgs& a) {
   Plan p;
-  p.algo = "tree";
+  p.algo = name(Algo::tree);
   const int n = a.nranks, vr = mod(a.rank - a.root, n);
   p.new_round();
   if (vr == 0) p.copy({Buf::input, 0}, {Buf::output, 0}, a.count);
@@ -31,7 +31,7 @@ Plan broadcast(const CollArgs& a) {
 // does not depend on which child happens to arrive first.
 Plan reduce(const CollArgs& a) {
   Plan p;
-  p.algo = "tree";
+  p.algo = name(Algo::tree);
   const int n = a.nranks, vr = mod(a.rank - a.root, n);
   const Buf acc = vr == 0 ? Buf::output : Buf::scratch;
   if (vr != 0) p.need_scratch(a.count);
