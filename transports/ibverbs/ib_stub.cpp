@@ -1,20 +1,22 @@
 // Built without libibverbs: the transport is never available and says why when forced.
-#include "ground/log.hpp"
 #include "strata/error.hpp"
-#include "transports/ibverbs/ib_transport.hpp"
+#include "transports/link_setup.hpp"
 
-namespace strata::ibverbs {
+namespace strata {
 
-bool built() { return false; }
-bool device_available() { return false; }
-
-void require_device() {
+namespace {
+void require_ibverbs() {
   throw SystemError("STRATA_TRANSPORT=ibverbs, but Strata was built without libibverbs (install libibverbs-dev and rebuild)");
 }
+}  // namespace
 
-std::unique_ptr<Setup> Setup::create(int, int, const Config&) {
-  require_device();
-  return nullptr;
-}
+const LinkSetupTransport kIbverbsTransport{
+    [] { return false; },
+    &require_ibverbs,
+    [](int, int, const Config&) -> std::unique_ptr<LinkSetup> {
+      require_ibverbs();
+      return nullptr;
+    },
+};
 
-}  // namespace strata::ibverbs
+}  // namespace strata

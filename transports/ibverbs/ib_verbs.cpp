@@ -16,8 +16,8 @@
 #include "transports/ibverbs/ib_hca.hpp"
 #include "transports/ibverbs/ib_link.hpp"
 #include "transports/ibverbs/ib_regcache.hpp"
-#include "transports/ibverbs/ib_transport.hpp"
 #include "transports/ibverbs/ib_wire.hpp"
+#include "transports/link_setup.hpp"
 
 namespace strata::ibverbs {
 
@@ -364,7 +364,9 @@ class VerbsQp final : public QpOps {
   QpInfo remote_;
 };
 
-class IbSetup final : public Setup {
+// local_info creates the queue pairs for a peer and encodes their connection info;
+// connect connects them from what the peer sent.
+class IbSetup final : public LinkSetup {
  public:
   IbSetup(std::vector<std::shared_ptr<Nic>> nics, const Tuning& t) : nics_(std::move(nics)), t_(t) {
     desc_ = std::to_string(t_.slots) + " x " + std::to_string(t_.slot_bytes) + " B slots over";
@@ -406,10 +408,7 @@ class IbSetup final : public Setup {
   std::string desc_;
 };
 
-}  // namespace
-
-bool built() { return true; }
-
+// At least one active port matches STRATA_IB_HCA (probed once per process).
 bool device_available() { return !selected_ports(nullptr).empty(); }
 
 void require_device() {
@@ -419,7 +418,8 @@ void require_device() {
                       "; unset STRATA_TRANSPORT or choose tcp, shm or ucx");
 }
 
-std::unique_ptr<Setup> Setup::create(int, int, const Config&) {
+// Opens the ports and allocates their resources.
+std::unique_ptr<LinkSetup> create_setup(int, int, const Config&) {
   std::string why;
   std::vector<PortId> ports = selected_ports(&why);
   if (ports.empty()) require_device();
@@ -438,4 +438,10 @@ std::unique_ptr<Setup> Setup::create(int, int, const Config&) {
   return std::make_unique<IbSetup>(std::move(nics), t);
 }
 
+}  // namespace
+
 }  // namespace strata::ibverbs
+
+namespace strata {
+const LinkSetupTransport kIbverbsTransport{&ibverbs::device_available, &ibverbs::require_device, &ibverbs::create_setup};
+}  // namespace strata

@@ -136,7 +136,13 @@ ShmLink::ShmLink(int peer, ShmRing* out, ShmRing* in, std::shared_ptr<ShmSegment
   stream_min_ = static_cast<size_t>(env_int("STRATA_SHM_STREAM_BYTES", 256 << 10, 0, 1LL << 40));
   if (stream_min_) stream_tmp_.resize(64 << 10);
   if (we_read_direct_) staging_.resize(256 << 10);
-  if (forwards()) forward_tmp_.resize(256 << 10);  // in L2; 64 KiB pieces measured 10-20% slower
+  // Forwards only without direct reads: a peer reading our memory could read a forward's
+  // bytes before they are reduced. FIFO writes of 4 KiB or more stream when asked.
+  declare_caps({.forwards_reductions = direct_min_ == 0,
+                .streaming_stores = true,
+                .memory = {MemoryKind::host},
+                .needs_registration = false});
+  if (caps().forwards_reductions) forward_tmp_.resize(256 << 10);  // in L2; 64 KiB pieces measured 10-20% slower
 }
 
 void ShmLink::post_send(const void* buf, size_t bytes) {
@@ -172,7 +178,7 @@ size_t ShmLink::fifo_put(const char* bytes, size_t want, bool starts, bool whole
   if (whole && n < want) return 0;
   uint64_t pos = start % cap;
   uint64_t first = std::min(n, cap - pos);
-  if (streaming_stores_ && n >= 4096) {
+  if (streaming_stores() && n >= 4096) {
     copy_streaming(out_->data() + pos, bytes, first);
     if (n > first) copy_streaming(out_->data(), bytes + first, n - first);
   } else {

@@ -102,10 +102,6 @@ class ShmLink final : public Link {
   void post_recv(void* buf, size_t bytes, const Reduction& reduce) override;
   bool progress() override;
   bool idle() const override { return sends_.empty() && recvs_.empty(); }
-  // Not with direct reads: a peer reading our memory could read a forward's bytes before
-  // they are reduced.
-  bool forwards() const override { return direct_min_ == 0; }
-  void set_streaming_stores(bool on) override { streaming_stores_ = on; }
 
  private:
   struct Transfer {
@@ -157,7 +153,6 @@ class ShmLink final : public Link {
   size_t stream_min_;             // receives this large write with non-temporal stores (0: never)
   std::vector<char> stream_tmp_;  // a streamed reduction's piece, before it is written out
   std::vector<char> forward_tmp_;  // a forwarding receive's reduced piece (cache-sized)
-  bool streaming_stores_ = false;  // FIFO writes of 4 KiB or more use non-temporal stores
 };
 
 }  // namespace strata

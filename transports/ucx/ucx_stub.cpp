@@ -1,14 +1,22 @@
 // Built without UCX: the transport reports that it is missing.
 #include "strata/error.hpp"
-#include "transports/ucx/ucx_transport.hpp"
+#include "transports/link_setup.hpp"
 
-namespace strata::ucx {
+namespace strata {
 
-bool built() { return false; }
-bool rdma_capable() { return false; }
-
-std::unique_ptr<Setup> Setup::create(int, int, const Config&) {
+namespace {
+void require_ucx() {
   throw SystemError("STRATA_TRANSPORT=ucx, but Strata was built without UCX (install libucx-dev and rebuild)");
 }
+}  // namespace
 
-}  // namespace strata::ucx
+const LinkSetupTransport kUcxTransport{
+    [] { return false; },
+    &require_ucx,
+    [](int, int, const Config&) -> std::unique_ptr<LinkSetup> {
+      require_ucx();
+      return nullptr;
+    },
+};
+
+}  // namespace strata
