@@ -43,4 +43,16 @@ struct LinkSetupTransport {
 extern const LinkSetupTransport kUcxTransport;      // transports/ucx
 extern const LinkSetupTransport kIbverbsTransport;  // transports/ibverbs
 
+// The stub of a transport built without its library: it never offers RDMA, and forcing or
+// creating it calls `missing`, which throws a SystemError saying what to install.
+template <void (*missing)()>
+inline constexpr LinkSetupTransport kBuiltWithout{
+    [] { return false; },
+    missing,
+    [](int, int, const Config&) -> std::unique_ptr<LinkSetup> {
+      missing();
+      return nullptr;
+    },
+};
+
 }  // namespace strata

@@ -5,18 +5,11 @@
 namespace strata {
 
 namespace {
-void require_ibverbs() {
+void missing() {
   throw SystemError("STRATA_TRANSPORT=ibverbs, but Strata was built without libibverbs (install libibverbs-dev and rebuild)");
 }
 }  // namespace
 
-const LinkSetupTransport kIbverbsTransport{
-    [] { return false; },
-    &require_ibverbs,
-    [](int, int, const Config&) -> std::unique_ptr<LinkSetup> {
-      require_ibverbs();
-      return nullptr;
-    },
-};
+const LinkSetupTransport kIbverbsTransport = kBuiltWithout<&missing>;
 
 }  // namespace strata

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 
 #include "ground/log.hpp"
@@ -291,32 +292,14 @@ class VerbsQp final : public QpOps {
   const char* recv_buf(uint32_t slot) override { return mem_ + static_cast<size_t>(slot) * t_.slot_bytes; }
 
   void post_write(uint32_t local, uint32_t remote, uint32_t len) override {
-    ibv_sge sge{reinterpret_cast<uintptr_t>(send_buf(local)), len, reg_->lkey};
-    ibv_send_wr wr{}, *bad = nullptr;
-    wr.wr_id = kWrWrite;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.imm_data = htonl(len);
-    wr.wr.rdma.remote_addr = remote_.ring_addr + static_cast<uint64_t>(remote) * remote_.slot_bytes;
-    wr.wr.rdma.rkey = remote_.ring_rkey;
-    if (int e = ibv_post_send(qp_, &wr, &bad)) verbs_fail("posting an RDMA write on " + where(), e);
+    post_rdma_write(kWrWrite, send_buf(local), len, remote_.ring_addr + static_cast<uint64_t>(remote) * remote_.slot_bytes,
+                    remote_.ring_rkey, len, "an RDMA write");
   }
 
   void post_credit(uint64_t consumed) override {
     // Only one credit write is in flight at a time (RecvWindow), so its source is stable.
     *credit_src() = consumed;
-    ibv_sge sge{reinterpret_cast<uintptr_t>(credit_src()), 8, reg_->lkey};
-    ibv_send_wr wr{}, *bad = nullptr;
-    wr.wr_id = kWrCredit;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_WRITE;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr.rdma.remote_addr = remote_.credit_addr;
-    wr.wr.rdma.rkey = remote_.credit_rkey;
-    if (int e = ibv_post_send(qp_, &wr, &bad)) verbs_fail("posting a credit write on " + where(), e);
+    post_rdma_write(kWrCredit, credit_src(), 8, remote_.credit_addr, remote_.credit_rkey, std::nullopt, "a credit write");
   }
 
   uint64_t read_credit() const override { return __atomic_load_n(credit_in(), __ATOMIC_ACQUIRE); }
@@ -350,6 +333,23 @@ class VerbsQp final : public QpOps {
   std::string where() const override { return nic_->where(); }
 
  private:
+  // One signalled RDMA write of `len` registered bytes at `src` to the peer's `raddr`, with
+  // immediate `imm` when there is one; `what` names it if posting fails.
+  void post_rdma_write(uint64_t wr_id, const void* src, uint32_t len, uint64_t raddr, uint32_t rkey,
+                       std::optional<uint32_t> imm, const char* what) {
+    ibv_sge sge{reinterpret_cast<uintptr_t>(src), len, reg_->lkey};
+    ibv_send_wr wr{}, *bad = nullptr;
+    wr.wr_id = wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    if (imm) wr.imm_data = htonl(*imm);
+    wr.wr.rdma.remote_addr = raddr;
+    wr.wr.rdma.rkey = rkey;
+    if (int e = ibv_post_send(qp_, &wr, &bad)) verbs_fail(std::string("posting ") + what + " on " + where(), e);
+  }
+
   uint64_t* credit_in() const { return reinterpret_cast<uint64_t*>(mem_ + 2 * ring_bytes_); }
   uint64_t* credit_src() const { return reinterpret_cast<uint64_t*>(mem_ + 2 * ring_bytes_ + 64); }
 

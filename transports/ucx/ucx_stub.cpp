@@ -5,18 +5,11 @@
 namespace strata {
 
 namespace {
-void require_ucx() {
+void missing() {
   throw SystemError("STRATA_TRANSPORT=ucx, but Strata was built without UCX (install libucx-dev and rebuild)");
 }
 }  // namespace
 
-const LinkSetupTransport kUcxTransport{
-    [] { return false; },
-    &require_ucx,
-    [](int, int, const Config&) -> std::unique_ptr<LinkSetup> {
-      require_ucx();
-      return nullptr;
-    },
-};
+const LinkSetupTransport kUcxTransport = kBuiltWithout<&missing>;
 
 }  // namespace strata
