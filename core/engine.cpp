@@ -59,7 +59,7 @@ Engine::Engine(int rank, int nranks, Mesh mesh, const Config& cfg, bool oversubs
   for (auto& fd : mesh_.control)
     if (fd.valid()) net::set_nonblocking(fd.get());
   for (const auto& l : mesh_.links)
-    if (l && !l->forwards()) links_forward_ = false;
+    if (l && !l->caps().forwards_reductions) links_forward_ = false;
 }
 
 Engine::~Engine() = default;
@@ -122,7 +122,7 @@ void Engine::run_round(const Plan& plan, size_t round, const Buffers& bufs, Data
         Link* l = mesh_.links[static_cast<size_t>(s.peer)].get();
         if (!l) throw InternalError("plan step addresses this rank itself");
         const bool forward = s.kind == StepKind::recv_reduce_send;
-        if (forward && (!l->forwards() || has_finalize(op)))
+        if (forward && (!l->caps().forwards_reductions || has_finalize(op)))
           throw InternalError("plan forwards a reduction over a link or op that cannot");
         if (s.kind == StepKind::send) l->post_send(src, bytes);
         else if (s.kind == StepKind::recv) l->post_recv(dst, bytes, {});

@@ -4,11 +4,10 @@
 #include <cstring>
 
 #include "ground/log.hpp"
-#include "transports/ibverbs/ib_transport.hpp"
+#include "transports/link_setup.hpp"
 #include "transports/shm/shm_link.hpp"
 #include "transports/shm/shm_names.hpp"
 #include "transports/tcp/tcp_link.hpp"
-#include "transports/ucx/ucx_transport.hpp"
 
 namespace strata {
 
@@ -133,8 +132,8 @@ std::vector<uint8_t> agree_transports(Mesh& m, int rank, const std::vector<RankI
   bool remote_peer = false;  // RDMA is only probed when some peer is on another host
   for (int j = 0; j < n; ++j) remote_peer |= j != rank && !use_shm(table[rank], table[j]);
   if (mine.wanted == kAuto && remote_peer) {
-    if (ucx::rdma_capable()) mine.caps |= kCapUcxRdma;
-    if (ibverbs::device_available()) mine.caps |= kCapIbDevice;
+    if (kUcxTransport.rdma()) mine.caps |= kCapUcxRdma;
+    if (kIbverbsTransport.rdma()) mine.caps |= kCapIbDevice;
   }
   std::vector<uint8_t> kinds(n, kAuto);
   for (int j = 0; j < n; ++j)
@@ -181,9 +180,8 @@ Mesh connect_mesh(int rank, const std::vector<RankInfo>& table, const net::Fd& l
                   const bootstrap::Secret& secret, uint64_t tag, const Config& cfg, net::Deadline deadline) {
   const int n = static_cast<int>(table.size());
   // A forced transport that cannot work here is a clear error before anything connects.
-  if (cfg.transport == "ucx" && !ucx::built())
-    throw SystemError("STRATA_TRANSPORT=ucx, but Strata was built without UCX (install libucx-dev and rebuild)");
-  if (cfg.transport == "ibverbs") ibverbs::require_device();
+  if (cfg.transport == "ucx") kUcxTransport.require();
+  if (cfg.transport == "ibverbs") kIbverbsTransport.require();
   Mesh m;
   m.links.resize(n);
   m.control.resize(n);
@@ -229,12 +227,12 @@ Mesh connect_mesh(int rank, const std::vector<RankInfo>& table, const net::Fd& l
   if (wanted_kind(cfg) != kUcx && wanted_kind(cfg) != kIbverbs) connect_shm(m, rank, table, secret, tag, cfg, deadline);
   std::string ucx_desc, ib_desc;
   if (!ucx_peers.empty()) {
-    auto setup = ucx::Setup::create(rank, n, cfg);
+    auto setup = kUcxTransport.create(rank, n, cfg);
     connect_by_blobs(m, *setup, rank, table, ucx_peers, deadline);
     ucx_desc = setup->describe();
   }
   if (!ib_peers.empty()) {
-    auto setup = ibverbs::Setup::create(rank, n, cfg);
+    auto setup = kIbverbsTransport.create(rank, n, cfg);
     connect_by_blobs(m, *setup, rank, table, ib_peers, deadline);
     ib_desc = setup->describe();
   }

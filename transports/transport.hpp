@@ -16,7 +16,8 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <memory>
+#include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 namespace strata {
@@ -28,7 +29,7 @@ struct Reduction {
   ReduceFn fn = nullptr;
   size_t elem_size = 1;
   const char* local = nullptr;  // the local operand: the destination itself, or disjoint from it
-  bool forward = false;         // send the reduced bytes back to the peer (Link::forwards)
+  bool forward = false;         // send the reduced bytes back to the peer (LinkCaps::forwards_reductions)
   explicit operator bool() const { return fn != nullptr; }
   // The same reduction for the part of the receive that starts `off` bytes in.
   Reduction from(size_t off) const { return {fn, elem_size, local ? local + off : nullptr, forward}; }
@@ -38,49 +39,71 @@ struct Reduction {
   }
 };
 
+// The memory a link can read and write: host memory today; device memory is next.
+enum class MemoryKind : uint8_t { host, device };
+class MemoryKinds {
+ public:
+  constexpr MemoryKinds(std::initializer_list<MemoryKind> kinds) {
+    for (MemoryKind k : kinds) bits_ |= bit(k);
+  }
+  constexpr bool has(MemoryKind k) const { return (bits_ & bit(k)) != 0; }
+
+ private:
+  static constexpr uint8_t bit(MemoryKind k) { return static_cast<uint8_t>(1u << static_cast<unsigned>(k)); }
+  uint8_t bits_ = 0;
+};
+
+// What a link can do, declared by each link's constructor (docs/transports.md, "Link
+// contract"). Callers ask this record instead of asking the link one virtual at a time.
+struct LinkCaps {
+  // Reducing receives may forward (Reduction::forward): the reduced bytes then follow, on
+  // this link's sending side, the sends posted before the receive, and precede those
+  // posted after it.
+  bool forwards_reductions = false;
+  // Large copies into memory the peer reads may use non-temporal stores when asked
+  // (Link::set_streaming_stores); elsewhere the request is ignored.
+  bool streaming_stores = false;
+  // Which memory kinds post_send/post_recv buffers may be.
+  MemoryKinds memory{MemoryKind::host};
+  // Buffers must be registered with the transport before they are posted. (No link asks
+  // it yet: ibverbs copies through rings it registered itself.)
+  bool needs_registration = false;
+};
+
 class Link {
  public:
   virtual ~Link() = default;
   virtual const char* name() const = 0;
   int peer() const { return peer_; }
+  const LinkCaps& caps() const { return caps_; }
 
   virtual void post_send(const void* buf, size_t bytes) = 0;
-  // With a reduction, `bytes` is a multiple of its elem_size.
+  // With a reduction, `bytes` is a multiple of its elem_size. It may forward only if
+  // caps().forwards_reductions.
   virtual void post_recv(void* buf, size_t bytes, const Reduction& reduce) = 0;
   // Returns true if any byte moved. Throws PeerError when the peer is gone.
   virtual bool progress() = 0;
   // Nothing posted is outstanding.
   virtual bool idle() const = 0;
-  // Whether reducing receives may forward (Reduction::forward): the reduced bytes then
-  // follow, on this link's sending side, the sends posted before the receive, and precede
-  // those posted after it.
-  virtual bool forwards() const { return false; }
-  // Large copies into memory the peer reads (shm's FIFO) use non-temporal stores from now
-  // on (src/store_chooser.hpp says when that pays); other transports ignore it.
-  virtual void set_streaming_stores(bool on) {}
+  // Large copies into memory the peer reads (shm's FIFO, ucx's mapped put slots) use
+  // non-temporal stores from now on (core/store_chooser.hpp says when that pays). A flag
+  // the link's copies read, not a virtual: every link that streams just records it, and
+  // one without caps().streaming_stores keeps it off.
+  void set_streaming_stores(bool on) { streaming_stores_ = on && caps_.streaming_stores; }
   // File descriptors worth sleeping on while this link waits (none for shared memory).
   virtual void wait_fds(std::vector<pollfd>& out) const {}
 
  protected:
   explicit Link(int peer) : peer_(peer) {}
+  // Every link's constructor declares its record, once it knows it (some capabilities
+  // depend on settings or on what the peer offered); never called later.
+  void declare_caps(const LinkCaps& caps) { caps_ = caps; }
+  bool streaming_stores() const { return streaming_stores_; }
 
  private:
   int peer_;
-};
-
-// Connection setup of a transport whose links are made from connection info each side
-// sends the other over its control socket (ucx, ibverbs). One per communicator.
-class LinkSetup {
- public:
-  virtual ~LinkSetup() = default;
-  // The bytes to send to `peer` (e.g. a worker address, queue-pair numbers); `same_host`:
-  // the peer shares this host.
-  virtual std::vector<char> local_info(int peer, bool same_host) = 0;
-  // The link to `peer` from what it sent (checked; SystemError if malformed); `same_host`:
-  // the peer shares this host.
-  virtual std::unique_ptr<Link> connect(int peer, const std::vector<char>& remote, bool same_host) = 0;
-  // Describes the links for the INFO line, e.g. "chunk 1048576 B".
-  virtual const char* describe() const = 0;
+  LinkCaps caps_;
+  bool streaming_stores_ = false;
 };
 
 // Cuts a transfer into `parts` pieces (64-byte aligned) so several sockets can carry it;

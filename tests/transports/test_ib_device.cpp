@@ -13,7 +13,7 @@
 #include "strata/error.hpp"
 #include "strata/strata.hpp"
 #include "test_proc.hpp"
-#include "transports/ibverbs/ib_transport.hpp"
+#include "transports/link_setup.hpp"
 
 using namespace strata_test;
 
@@ -40,10 +40,10 @@ class ScopedEnv {
 };
 
 #define SKIP_WITH_DEVICE()                                                                                  \
-  if (strata::ibverbs::device_available())                                                                  \
+  if (strata::kIbverbsTransport.rdma())                                                                     \
   GTEST_SKIP() << "an RDMA device is present: the refusal without a device is not what happens here"
 #define SKIP_WITHOUT_DEVICE()                                                                               \
-  if (!strata::ibverbs::device_available())                                                                 \
+  if (!strata::kIbverbsTransport.rdma())                                                                    \
   GTEST_SKIP() << "no RDMA device (ibv_get_device_list found none, or no active port matches STRATA_IB_HCA): " \
                   "device test not run"
 
@@ -89,8 +89,8 @@ TEST(IbverbsRefusal, ForcedWithoutDeviceFailsEveryRankCleanly) {
 TEST(IbverbsDevice, LoopbackLinkTransfersAndReduces) {
   SKIP_WITHOUT_DEVICE();
   strata::Config cfg = strata::Config::from_env();
-  auto a = strata::ibverbs::Setup::create(0, 2, cfg);
-  auto b = strata::ibverbs::Setup::create(1, 2, cfg);
+  auto a = strata::kIbverbsTransport.create(0, 2, cfg);
+  auto b = strata::kIbverbsTransport.create(1, 2, cfg);
   std::vector<char> ia = a->local_info(1, false), ib = b->local_info(0, false);
   auto la = a->connect(1, ib, true);
   auto lb = b->connect(0, ia, true);

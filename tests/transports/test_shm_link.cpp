@@ -87,5 +87,33 @@ TEST(ShmLink, SmallReducingReceiveBothWays) {
   }
 }
 
+// The record says shared memory forwards reductions (STRATA_SHM_DIRECT_BYTES is off by
+// default) and streams, and the link does forward: what a forwarding receive reduces comes
+// back to the sender, through the inline ring, the FIFO, and the FIFO wrapping mid-message.
+TEST(ShmLink, ForwardsWhatItReducesAsItsRecordSays) {
+  LinkPair p(64 << 10);
+  for (const auto& l : {p.a.get(), p.b.get()}) {
+    EXPECT_TRUE(l->caps().forwards_reductions);
+    EXPECT_TRUE(l->caps().streaming_stores);
+    EXPECT_TRUE(l->caps().memory.has(MemoryKind::host));
+    EXPECT_FALSE(l->caps().memory.has(MemoryKind::device));
+    EXPECT_FALSE(l->caps().needs_registration);
+  }
+  const ReduceFn sum = reduce_fn(DataType::int32, ReduceOp::sum);
+  for (size_t count : {size_t(3), size_t(64), size_t(1000), size_t(100000)}) {
+    std::vector<int32_t> x(count), y(count), back(count, -1);
+    for (size_t i = 0; i < count; ++i) x[i] = static_cast<int32_t>(i * 7 + 1), y[i] = static_cast<int32_t>(count - i);
+    std::vector<int32_t> mine = y;  // b reduces x into its copy of y and forwards the result
+    p.a->post_send(x.data(), count * 4);
+    p.b->post_recv(mine.data(), count * 4, Reduction{sum, 4, reinterpret_cast<const char*>(y.data()), true});
+    p.a->post_recv(back.data(), count * 4, {});
+    ASSERT_TRUE(p.run()) << count;
+    for (size_t i = 0; i < count; ++i) {
+      ASSERT_EQ(mine[i], x[i] + y[i]) << count << " @" << i;
+      ASSERT_EQ(back[i], x[i] + y[i]) << count << " @" << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace strata

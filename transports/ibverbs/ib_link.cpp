@@ -8,6 +8,11 @@ namespace strata::ibverbs {
 
 IbLink::IbLink(int peer, std::vector<std::unique_ptr<QpOps>> qps, size_t chunk, uint32_t batch)
     : Link(peer), chunk_(chunk) {
+  // User buffers are copied through rings registered at setup, so they need no registration.
+  declare_caps({.forwards_reductions = false,
+                .streaming_stores = false,
+                .memory = {MemoryKind::host},
+                .needs_registration = false});
   if (qps.empty()) throw InternalError("ibverbs: a link without queue pairs");
   for (auto& q : qps) {
     uint32_t rs = q->recv_slots();

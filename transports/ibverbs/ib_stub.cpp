@@ -1,20 +1,15 @@
 // Built without libibverbs: the transport is never available and says why when forced.
-#include "ground/log.hpp"
 #include "strata/error.hpp"
-#include "transports/ibverbs/ib_transport.hpp"
+#include "transports/link_setup.hpp"
 
-namespace strata::ibverbs {
+namespace strata {
 
-bool built() { return false; }
-bool device_available() { return false; }
-
-void require_device() {
+namespace {
+void missing() {
   throw SystemError("STRATA_TRANSPORT=ibverbs, but Strata was built without libibverbs (install libibverbs-dev and rebuild)");
 }
+}  // namespace
 
-std::unique_ptr<Setup> Setup::create(int, int, const Config&) {
-  require_device();
-  return nullptr;
-}
+const LinkSetupTransport kIbverbsTransport = kBuiltWithout<&missing>;
 
-}  // namespace strata::ibverbs
+}  // namespace strata

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 
 #include "ground/log.hpp"
@@ -16,8 +17,8 @@
 #include "transports/ibverbs/ib_hca.hpp"
 #include "transports/ibverbs/ib_link.hpp"
 #include "transports/ibverbs/ib_regcache.hpp"
-#include "transports/ibverbs/ib_transport.hpp"
 #include "transports/ibverbs/ib_wire.hpp"
+#include "transports/link_setup.hpp"
 
 namespace strata::ibverbs {
 
@@ -291,32 +292,14 @@ class VerbsQp final : public QpOps {
   const char* recv_buf(uint32_t slot) override { return mem_ + static_cast<size_t>(slot) * t_.slot_bytes; }
 
   void post_write(uint32_t local, uint32_t remote, uint32_t len) override {
-    ibv_sge sge{reinterpret_cast<uintptr_t>(send_buf(local)), len, reg_->lkey};
-    ibv_send_wr wr{}, *bad = nullptr;
-    wr.wr_id = kWrWrite;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.imm_data = htonl(len);
-    wr.wr.rdma.remote_addr = remote_.ring_addr + static_cast<uint64_t>(remote) * remote_.slot_bytes;
-    wr.wr.rdma.rkey = remote_.ring_rkey;
-    if (int e = ibv_post_send(qp_, &wr, &bad)) verbs_fail("posting an RDMA write on " + where(), e);
+    post_rdma_write(kWrWrite, send_buf(local), len, remote_.ring_addr + static_cast<uint64_t>(remote) * remote_.slot_bytes,
+                    remote_.ring_rkey, len, "an RDMA write");
   }
 
   void post_credit(uint64_t consumed) override {
     // Only one credit write is in flight at a time (RecvWindow), so its source is stable.
     *credit_src() = consumed;
-    ibv_sge sge{reinterpret_cast<uintptr_t>(credit_src()), 8, reg_->lkey};
-    ibv_send_wr wr{}, *bad = nullptr;
-    wr.wr_id = kWrCredit;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_WRITE;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr.rdma.remote_addr = remote_.credit_addr;
-    wr.wr.rdma.rkey = remote_.credit_rkey;
-    if (int e = ibv_post_send(qp_, &wr, &bad)) verbs_fail("posting a credit write on " + where(), e);
+    post_rdma_write(kWrCredit, credit_src(), 8, remote_.credit_addr, remote_.credit_rkey, std::nullopt, "a credit write");
   }
 
   uint64_t read_credit() const override { return __atomic_load_n(credit_in(), __ATOMIC_ACQUIRE); }
@@ -350,6 +333,23 @@ class VerbsQp final : public QpOps {
   std::string where() const override { return nic_->where(); }
 
  private:
+  // One signalled RDMA write of `len` registered bytes at `src` to the peer's `raddr`, with
+  // immediate `imm` when there is one; `what` names it if posting fails.
+  void post_rdma_write(uint64_t wr_id, const void* src, uint32_t len, uint64_t raddr, uint32_t rkey,
+                       std::optional<uint32_t> imm, const char* what) {
+    ibv_sge sge{reinterpret_cast<uintptr_t>(src), len, reg_->lkey};
+    ibv_send_wr wr{}, *bad = nullptr;
+    wr.wr_id = wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    if (imm) wr.imm_data = htonl(*imm);
+    wr.wr.rdma.remote_addr = raddr;
+    wr.wr.rdma.rkey = rkey;
+    if (int e = ibv_post_send(qp_, &wr, &bad)) verbs_fail(std::string("posting ") + what + " on " + where(), e);
+  }
+
   uint64_t* credit_in() const { return reinterpret_cast<uint64_t*>(mem_ + 2 * ring_bytes_); }
   uint64_t* credit_src() const { return reinterpret_cast<uint64_t*>(mem_ + 2 * ring_bytes_ + 64); }
 
@@ -364,7 +364,9 @@ class VerbsQp final : public QpOps {
   QpInfo remote_;
 };
 
-class IbSetup final : public Setup {
+// local_info creates the queue pairs for a peer and encodes their connection info;
+// connect connects them from what the peer sent.
+class IbSetup final : public LinkSetup {
  public:
   IbSetup(std::vector<std::shared_ptr<Nic>> nics, const Tuning& t) : nics_(std::move(nics)), t_(t) {
     desc_ = std::to_string(t_.slots) + " x " + std::to_string(t_.slot_bytes) + " B slots over";
@@ -406,10 +408,7 @@ class IbSetup final : public Setup {
   std::string desc_;
 };
 
-}  // namespace
-
-bool built() { return true; }
-
+// At least one active port matches STRATA_IB_HCA (probed once per process).
 bool device_available() { return !selected_ports(nullptr).empty(); }
 
 void require_device() {
@@ -419,7 +418,8 @@ void require_device() {
                       "; unset STRATA_TRANSPORT or choose tcp, shm or ucx");
 }
 
-std::unique_ptr<Setup> Setup::create(int, int, const Config&) {
+// Opens the ports and allocates their resources.
+std::unique_ptr<LinkSetup> create_setup(int, int, const Config&) {
   std::string why;
   std::vector<PortId> ports = selected_ports(&why);
   if (ports.empty()) require_device();
@@ -438,4 +438,10 @@ std::unique_ptr<Setup> Setup::create(int, int, const Config&) {
   return std::make_unique<IbSetup>(std::move(nics), t);
 }
 
+}  // namespace
+
 }  // namespace strata::ibverbs
+
+namespace strata {
+const LinkSetupTransport kIbverbsTransport{&ibverbs::device_available, &ibverbs::require_device, &ibverbs::create_setup};
+}  // namespace strata

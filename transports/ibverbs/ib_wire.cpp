@@ -15,6 +15,7 @@ struct Writer {
   void u32(uint32_t v) { for (int i = 0; i < 4; ++i) u8(static_cast<uint8_t>(v >> (8 * i))); }
   void u64(uint64_t v) { for (int i = 0; i < 8; ++i) u8(static_cast<uint8_t>(v >> (8 * i))); }
   void bytes(const void* p, size_t n) { out.insert(out.end(), static_cast<const char*>(p), static_cast<const char*>(p) + n); }
+  void pad(size_t n) { out.insert(out.end(), n, 0); }
 };
 
 struct Reader {
@@ -24,7 +25,34 @@ struct Reader {
   uint32_t u32() { uint32_t v = 0; for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(u8()) << (8 * i); return v; }
   uint64_t u64() { uint64_t v = 0; for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(u8()) << (8 * i); return v; }
   void bytes(void* d, size_t n) { std::memcpy(d, p, n); p += n; }
+  void pad(size_t n) { p += n; }
+  // For qp_fields: the same calls as Writer's, storing what they read.
+  void u8(uint8_t& v) { v = u8(); }
+  void u16(uint16_t& v) { v = u16(); }
+  void u32(uint32_t& v) { v = u32(); }
+  void u64(uint64_t& v) { v = u64(); }
 };
+
+// A queue pair's fields in wire order, written once for both directions: `io` is a Writer
+// (Qp = const QpInfo) or a Reader (Qp = QpInfo). The device name follows (kDeviceBytes).
+template <class Io, class Qp>
+void qp_fields(Io& io, Qp& q) {
+  io.u32(q.qpn);
+  io.u32(q.psn);
+  io.u16(q.lid);
+  io.u8(q.port);
+  io.u8(q.link_layer);
+  io.u8(q.mtu);
+  io.u8(q.gid_index);
+  io.pad(2);
+  io.bytes(q.gid, 16);
+  io.u64(q.ring_addr);
+  io.u32(q.ring_rkey);
+  io.u32(q.nslots);
+  io.u32(q.slot_bytes);
+  io.u32(q.credit_rkey);
+  io.u64(q.credit_addr);
+}
 
 constexpr size_t kDeviceBytes = 32;
 
@@ -45,21 +73,7 @@ std::vector<char> encode(const ConnInfo& info) {
   w.u16(static_cast<uint16_t>(info.qps.size()));
   w.u32(static_cast<uint32_t>(info.qps.size() * kWireQpBytes));
   for (const QpInfo& q : info.qps) {
-    w.u32(q.qpn);
-    w.u32(q.psn);
-    w.u16(q.lid);
-    w.u8(q.port);
-    w.u8(q.link_layer);
-    w.u8(q.mtu);
-    w.u8(q.gid_index);
-    w.u16(0);
-    w.bytes(q.gid, 16);
-    w.u64(q.ring_addr);
-    w.u32(q.ring_rkey);
-    w.u32(q.nslots);
-    w.u32(q.slot_bytes);
-    w.u32(q.credit_rkey);
-    w.u64(q.credit_addr);
+    qp_fields(w, q);
     char name[kDeviceBytes] = {};
     std::strncpy(name, q.device.c_str(), kDeviceBytes - 1);
     w.bytes(name, kDeviceBytes);
@@ -94,21 +108,7 @@ ConnInfo decode(const char* data, size_t bytes, const std::string& from) {
   ConnInfo info;
   for (uint16_t i = 0; i < nqps; ++i) {
     QpInfo q;
-    q.qpn = r.u32();
-    q.psn = r.u32();
-    q.lid = r.u16();
-    q.port = r.u8();
-    q.link_layer = r.u8();
-    q.mtu = r.u8();
-    q.gid_index = r.u8();
-    r.u16();
-    r.bytes(q.gid, 16);
-    q.ring_addr = r.u64();
-    q.ring_rkey = r.u32();
-    q.nslots = r.u32();
-    q.slot_bytes = r.u32();
-    q.credit_rkey = r.u32();
-    q.credit_addr = r.u64();
+    qp_fields(r, q);
     char name[kDeviceBytes];
     r.bytes(name, kDeviceBytes);
     std::string at = "queue pair " + std::to_string(i) + ": ";

@@ -136,7 +136,13 @@ ShmLink::ShmLink(int peer, ShmRing* out, ShmRing* in, std::shared_ptr<ShmSegment
   stream_min_ = static_cast<size_t>(env_int("STRATA_SHM_STREAM_BYTES", 256 << 10, 0, 1LL << 40));
   if (stream_min_) stream_tmp_.resize(64 << 10);
   if (we_read_direct_) staging_.resize(256 << 10);
-  if (forwards()) forward_tmp_.resize(256 << 10);  // in L2; 64 KiB pieces measured 10-20% slower
+  // Forwards only without direct reads: a peer reading our memory could read a forward's
+  // bytes before they are reduced. FIFO writes of 4 KiB or more stream when asked.
+  declare_caps({.forwards_reductions = direct_min_ == 0,
+                .streaming_stores = true,
+                .memory = {MemoryKind::host},
+                .needs_registration = false});
+  if (caps().forwards_reductions) forward_tmp_.resize(256 << 10);  // in L2; 64 KiB pieces measured 10-20% slower
 }
 
 void ShmLink::post_send(const void* buf, size_t bytes) {
@@ -170,15 +176,11 @@ size_t ShmLink::fifo_put(const char* bytes, size_t want, bool starts, bool whole
   if (used >= cap) return 0;
   uint64_t n = std::min<uint64_t>(cap - used, want);
   if (whole && n < want) return 0;
-  uint64_t pos = start % cap;
-  uint64_t first = std::min(n, cap - pos);
-  if (streaming_stores_ && n >= 4096) {
-    copy_streaming(out_->data() + pos, bytes, first);
-    if (n > first) copy_streaming(out_->data(), bytes + first, n - first);
-  } else {
-    std::memcpy(out_->data() + pos, bytes, first);
-    if (n > first) std::memcpy(out_->data(), bytes + first, n - first);
-  }
+  const bool stream = streaming_stores() && n >= 4096;
+  out_->runs(start, n, [&](char* ring, uint64_t off, uint64_t len) __attribute__((always_inline)) {
+    if (stream) copy_streaming(ring, bytes + off, len);
+    else std::memcpy(ring, bytes + off, len);
+  });
   head_ = start + n;
   out_->head.store(head_, std::memory_order_release);
   return n;
@@ -192,35 +194,35 @@ size_t ShmLink::fifo_write(const char* src, size_t len, size_t done) {
   return fifo_put(src + done, std::min(kPieceBytes, len - done), done == 0, done == 0 && len <= sizeof(Descriptor));
 }
 
-size_t ShmLink::fifo_read(char* dst, size_t len, size_t done, const Reduction& reduce) {
-  const uint64_t cap = in_->capacity;
-  uint64_t start = done == 0 ? align_up(tail_, kAlign) : tail_;
-  uint64_t head = in_->head.load(std::memory_order_acquire);
-  if (head <= start) return 0;
-  uint64_t n = std::min<uint64_t>(head - start, len - done);
+// Inlined: these run for every FIFO piece received.
+[[gnu::always_inline]] inline ShmLink::FifoSpan ShmLink::fifo_readable(size_t len, size_t done, size_t elem, size_t most) {
+  const uint64_t start = done == 0 ? align_up(tail_, kAlign) : tail_;
+  const uint64_t head = in_->head.load(std::memory_order_acquire);
+  if (head <= start) return {start, 0};
+  uint64_t n = std::min<uint64_t>({head - start, len - done, most});
   // A reduction consumes whole elements; the rest waits for the producer. Transfers
   // start aligned and the capacity is a multiple of 64, so no element straddles the wrap.
-  if (reduce && done + n < len) n -= n % reduce.elem_size;
-  if (n == 0) return 0;
-  uint64_t pos = start % cap;
-  uint64_t first = std::min(n, cap - pos);
-  const bool stream = stream_min_ && len >= stream_min_;
-  if (reduce && stream && reduce.local != dst) {
-    reduce_streaming(reduce, dst, done, in_->data() + pos, first, stream_tmp_);
-    if (n > first) reduce_streaming(reduce, dst, done + first, in_->data(), n - first, stream_tmp_);
-  } else if (reduce) {
-    reduce.apply(dst, done, in_->data() + pos, first);
-    if (n > first) reduce.apply(dst, done + first, in_->data(), n - first);
-  } else if (stream) {
-    copy_streaming(dst + done, in_->data() + pos, first);
-    if (n > first) copy_streaming(dst + done + first, in_->data(), n - first);
-  } else {
-    std::memcpy(dst + done, in_->data() + pos, first);
-    if (n > first) std::memcpy(dst + done + first, in_->data(), n - first);
-  }
-  tail_ = start + n;
+  if (elem > 1 && done + n < len) n -= n % elem;
+  return {start, n};
+}
+
+[[gnu::always_inline]] inline void ShmLink::fifo_consumed(const FifoSpan& s) {
+  tail_ = s.start + s.n;
   in_->tail.store(tail_, std::memory_order_release);
-  return n;
+}
+
+size_t ShmLink::fifo_read(char* dst, size_t len, size_t done, const Reduction& reduce) {
+  const FifoSpan s = fifo_readable(len, done, reduce ? reduce.elem_size : 1, len);
+  if (s.n == 0) return 0;
+  const bool stream = stream_min_ && len >= stream_min_;
+  in_->runs(s.start, s.n, [&](const char* ring, uint64_t off, uint64_t n) __attribute__((always_inline)) {
+    if (reduce && stream && reduce.local != dst) reduce_streaming(reduce, dst, done + off, ring, n, stream_tmp_);
+    else if (reduce) reduce.apply(dst, done + off, ring, n);
+    else if (stream) copy_streaming(dst + done + off, ring, n);
+    else std::memcpy(dst + done + off, ring, n);
+  });
+  fifo_consumed(s);
+  return s.n;
 }
 
 namespace {
@@ -236,7 +238,7 @@ bool ShmLink::inline_put(const char* src, size_t len) {
   }
   char* ring = out_->inline_data();
   for (uint64_t off = 0, pos = inline_head_; off < len; off += data, pos += 64) {
-    char* line = ring + pos % cap;
+    char* line = ShmInline::line(ring, pos);
     std::memcpy(line + 8, src + off, std::min(data, len - off));
     line_flag(line).store(pos + 1, std::memory_order_release);
   }
@@ -245,14 +247,14 @@ bool ShmLink::inline_put(const char* src, size_t len) {
 }
 
 bool ShmLink::inline_get(char* dst, size_t len, const Reduction& reduce) {
-  constexpr uint64_t cap = ShmInline::kRingBytes, data = ShmInline::kLineData;
+  constexpr uint64_t data = ShmInline::kLineData;
   char* ring = in_->inline_data();
   const uint64_t end = inline_tail_ + ShmInline::lines(len) * 64;
   for (uint64_t pos = inline_tail_; pos < end; pos += 64)
-    if (line_flag(ring + pos % cap).load(std::memory_order_acquire) != pos + 1) return false;
+    if (line_flag(ShmInline::line(ring, pos)).load(std::memory_order_acquire) != pos + 1) return false;
   // 56 is a multiple of every element size: no element straddles two lines.
   for (uint64_t off = 0, pos = inline_tail_; off < len; off += data, pos += 64) {
-    const char* line = ring + pos % cap + 8;
+    const char* line = ShmInline::line(ring, pos) + 8;
     const size_t n = std::min(data, len - off);
     if (reduce) reduce.apply(dst, off, line, n);
     else std::memcpy(dst + off, line, n);
@@ -326,23 +328,17 @@ bool ShmLink::direct_read(Transfer& t) {
 // A forwarding receive: reduce a cache-sized piece, put it in the peer's FIFO when the
 // forward is the next send and has caught up, and write it to the destination.
 bool ShmLink::reduce_forward(Transfer& t) {
-  const uint64_t cap = in_->capacity;
-  uint64_t start = t.done == 0 ? align_up(tail_, kAlign) : tail_;
-  uint64_t head = in_->head.load(std::memory_order_acquire);
-  if (head <= start) return false;
-  uint64_t n = std::min<uint64_t>({head - start, t.len - t.done, forward_tmp_.size()});
-  if (t.done + n < t.len) n -= n % t.reduce.elem_size;
-  if (n == 0) return false;
+  const Reduction& r = t.reduce;
+  const FifoSpan s = fifo_readable(t.len, t.done, r.elem_size, forward_tmp_.size());
+  if (s.n == 0) return false;
+  const uint64_t n = s.n;
   Transfer& f = sends_.at(t.forward);  // stays put: sends_ only pops until f is done
   if (sends_.front_index() != t.forward) send_some();  // the sends before the forward, so it can go from cache
   char* tmp = forward_tmp_.data();
-  uint64_t pos = start % cap;
-  uint64_t first = std::min(n, cap - pos);
-  const Reduction& r = t.reduce;
-  r.fn(tmp, r.local + t.done, in_->data() + pos, first / r.elem_size);
-  if (n > first) r.fn(tmp + first, r.local + t.done + first, in_->data(), (n - first) / r.elem_size);
-  tail_ = start + n;
-  in_->tail.store(tail_, std::memory_order_release);
+  in_->runs(s.start, n, [&](const char* ring, uint64_t off, uint64_t len) __attribute__((always_inline)) {
+    r.fn(tmp + off, r.local + t.done + off, ring, len / r.elem_size);
+  });
+  fifo_consumed(s);
   if (sends_.front_index() == t.forward && f.done == t.done) f.done += fifo_put(tmp, n, f.done == 0, false);
   // Nothing reads the destination again (the forward went from tmp): non-temporal stores
   // skip reading its lines from memory first, whatever the size.

@@ -3,6 +3,7 @@
 // the receiver copies (or reduces) straight out of the FIFO into the user's buffer.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -24,6 +25,8 @@ struct ShmInline {
   static constexpr size_t kMaxBytes = 256;  // 5 lines: level with the FIFO at 256 B; 512 B ran 0.72x
   static constexpr size_t kRingBytes = 64 << 10;
   static size_t lines(size_t bytes) { return (bytes + kLineData - 1) / kLineData; }
+  // The line at inline-stream position `pos` (a multiple of 64: lines never wrap).
+  static char* line(char* ring, uint64_t pos) { return ring + pos % kRingBytes; }
 };
 
 struct ShmRing {
@@ -37,6 +40,15 @@ struct ShmRing {
   char* data() { return reinterpret_cast<char*>(this) + kHeaderBytes; }
   // The inline ring (ShmInline::kRingBytes) follows the FIFO's data.
   char* inline_data() { return data() + capacity; }
+  // The FIFO's wrap-around, for producer and consumer alike: the `n` bytes at stream
+  // position `at` lie in at most two runs of data(); `run(ring, off, bytes)` is called for
+  // each in order, `off` being how many of the n bytes came before it.
+  template <class Run>
+  [[gnu::always_inline]] void runs(uint64_t at, uint64_t n, Run&& run) {
+    const uint64_t pos = at % capacity, first = std::min(n, capacity - pos);
+    run(data() + pos, uint64_t{0}, first);
+    if (n > first) run(data(), first, n - first);
+  }
 };
 
 // Large transfers skip the FIFO: the sender puts the address of its buffer in the FIFO and
@@ -102,10 +114,6 @@ class ShmLink final : public Link {
   void post_recv(void* buf, size_t bytes, const Reduction& reduce) override;
   bool progress() override;
   bool idle() const override { return sends_.empty() && recvs_.empty(); }
-  // Not with direct reads: a peer reading our memory could read a forward's bytes before
-  // they are reduced.
-  bool forwards() const override { return direct_min_ == 0; }
-  void set_streaming_stores(bool on) override { streaming_stores_ = on; }
 
  private:
   struct Transfer {
@@ -137,6 +145,15 @@ class ShmLink final : public Link {
   // `whole` writes all or nothing.
   size_t fifo_put(const char* bytes, size_t n, bool starts, bool whole);
   bool reduce_forward(Transfer& t);
+  // The next piece of an incoming message `done` bytes into its `len`: where it starts in
+  // the stream and how much of it has arrived (n == 0: nothing yet), at most `most` bytes
+  // and whole elements of `elem` bytes unless it ends the message.
+  struct FifoSpan {
+    uint64_t start, n;
+  };
+  FifoSpan fifo_readable(size_t len, size_t done, size_t elem, size_t most);
+  // Hands the span's bytes back to the producer.
+  void fifo_consumed(const FifoSpan& s);
   size_t fifo_read(char* dst, size_t len, size_t done, const Reduction& reduce);
   bool direct_read(Transfer& t);
 
@@ -157,7 +174,6 @@ class ShmLink final : public Link {
   size_t stream_min_;             // receives this large write with non-temporal stores (0: never)
   std::vector<char> stream_tmp_;  // a streamed reduction's piece, before it is written out
   std::vector<char> forward_tmp_;  // a forwarding receive's reduced piece (cache-sized)
-  bool streaming_stores_ = false;  // FIFO writes of 4 KiB or more use non-temporal stores
 };
 
 }  // namespace strata

@@ -11,6 +11,10 @@
 namespace strata {
 
 TcpLink::TcpLink(int peer, std::vector<net::Fd> sockets, size_t staging_bytes) : Link(peer) {
+  declare_caps({.forwards_reductions = false,
+                .streaming_stores = false,
+                .memory = {MemoryKind::host},
+                .needs_registration = false});
   streams_.resize(sockets.size());
   for (size_t i = 0; i < sockets.size(); ++i) {
     net::set_nonblocking(sockets[i].get());

@@ -32,7 +32,7 @@
 #include "transports/ucx/ucx_config.hpp"
 #include "transports/ucx/ucx_conn_info.hpp"
 #include "transports/ucx/ucx_tag.hpp"
-#include "transports/ucx/ucx_transport.hpp"
+#include "transports/link_setup.hpp"
 #include "transports/ucx/ucx_worker.hpp"
 
 namespace strata::ucx {
@@ -77,19 +77,24 @@ class UcxLink final : public Link {
     ucs_status_t st = ucp_ep_create(w_->worker, &p, &ep_);
     if (st != UCS_OK)
       throw SystemError("UCX: connecting to rank " + std::to_string(peer) + " failed: " + status_text(st));
-    if (!puts) return;
-    try {
-      start_puts(*puts);
-    } catch (...) {
-      release(true);  // no destructor runs for an object whose constructor threw
-      throw;
+    if (puts) {
+      try {
+        start_puts(*puts);
+      } catch (...) {
+        release(true);  // no destructor runs for an object whose constructor threw
+        throw;
+      }
     }
+    // Only put slots mapped here are filled by this process's own stores.
+    declare_caps({.forwards_reductions = false,
+                  .streaming_stores = out_ptr_ != nullptr,
+                  .memory = {MemoryKind::host},
+                  .needs_registration = false});
   }
 
   ~UcxLink() override { release(state_->status != UCS_OK || !inflight_.empty() || !pending_puts_.empty()); }
 
   const char* name() const override { return "ucx"; }
-  void set_streaming_stores(bool on) override { streaming_stores_ = on; }
 
   void post_send(const void* buf, size_t bytes) override {
     const char* p = static_cast<const char*>(buf);
@@ -342,7 +347,7 @@ class UcxLink final : public Link {
   // only to be overwritten), the link writes the slot itself.
   void put(int slot, const char* src, size_t len) {
     size_t at = static_cast<size_t>(slot) * chunk_;
-    if (out_ptr_ && streaming_stores_) return copy_streaming(out_ptr_ + at, src, len);
+    if (out_ptr_ && streaming_stores()) return copy_streaming(out_ptr_ + at, src, len);
     ucp_request_param_t prm{};
     void* r = ucp_put_nbx(ep_, src, len, out_ + at, rkey_, &prm);
     if (UCS_PTR_IS_ERR(r)) fail("put", UCS_PTR_STATUS(r));
@@ -406,7 +411,6 @@ class UcxLink final : public Link {
   char* in_ = nullptr;  // the peer puts here
   uint64_t out_ = 0;    // this rank puts there
   char* out_ptr_ = nullptr;  // the same, mapped here (shared memory), else null
-  bool streaming_stores_ = false;
   std::deque<PendingPut> pending_puts_;
   std::vector<int> out_free_;                    // the peer's slots this rank may put into
   std::vector<PutNotice> notice_out_;            // by slot: stable until the slot's credit
@@ -423,7 +427,7 @@ class UcxLink final : public Link {
 // ranks (for RDMA, where a put is an RDMA write), "0" never.
 enum class PutUse { never, same_host, always };
 
-class UcxSetup final : public Setup {
+class UcxSetup final : public LinkSetup {
  public:
   UcxSetup(int rank, int nranks, size_t chunk, size_t put_chunk, int slots, PutUse puts)
       : w_(std::make_shared<Worker>(nranks)), rank_(rank), chunk_(chunk), put_chunk_(put_chunk), slots_(slots), puts_(puts) {
@@ -478,9 +482,8 @@ class UcxSetup final : public Setup {
   std::string desc_;
 };
 
-}  // namespace
-
-std::unique_ptr<Setup> Setup::create(int rank, int nranks, const Config& cfg) {
+// Creates the communicator's UCP context and worker; each peer is sent its address.
+std::unique_ptr<LinkSetup> create_setup(int rank, int nranks, const Config& cfg) {
   if (nranks > kMaxRanks) throw InvalidArgument("STRATA_TRANSPORT=ucx supports at most " + std::to_string(kMaxRanks) + " ranks");
   size_t chunk = static_cast<size_t>(env_int("STRATA_UCX_CHUNK_BYTES", 1 << 20, 4096, 1LL << 30)) & ~size_t(63);
   int slots = static_cast<int>(env_int("STRATA_UCX_STAGING_CHUNKS", 4, 1, 64));
@@ -494,4 +497,10 @@ std::unique_ptr<Setup> Setup::create(int rank, int nranks, const Config& cfg) {
   return std::make_unique<UcxSetup>(rank, nranks, chunk, put_chunk, slots, use);
 }
 
+}  // namespace
+
 }  // namespace strata::ucx
+
+namespace strata {
+const LinkSetupTransport kUcxTransport{&ucx::rdma_capable, [] {}, &ucx::create_setup};
+}  // namespace strata

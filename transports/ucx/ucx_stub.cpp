@@ -1,14 +1,15 @@
 // Built without UCX: the transport reports that it is missing.
 #include "strata/error.hpp"
-#include "transports/ucx/ucx_transport.hpp"
+#include "transports/link_setup.hpp"
 
-namespace strata::ucx {
+namespace strata {
 
-bool built() { return false; }
-bool rdma_capable() { return false; }
-
-std::unique_ptr<Setup> Setup::create(int, int, const Config&) {
+namespace {
+void missing() {
   throw SystemError("STRATA_TRANSPORT=ucx, but Strata was built without UCX (install libucx-dev and rebuild)");
 }
+}  // namespace
 
-}  // namespace strata::ucx
+const LinkSetupTransport kUcxTransport = kBuiltWithout<&missing>;
+
+}  // namespace strata

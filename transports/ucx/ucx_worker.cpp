@@ -11,7 +11,6 @@
 #include "ground/log.hpp"
 #include "strata/error.hpp"
 #include "transports/ucx/ucx_config.hpp"
-#include "transports/ucx/ucx_transport.hpp"
 
 namespace strata::ucx {
 
@@ -186,8 +185,6 @@ Worker::Region Worker::map_region(size_t bytes) {
   mem_.push_back(r.memh);
   return r;
 }
-
-bool built() { return true; }
 
 bool rdma_capable() {
   static std::once_flag once;

@@ -22,6 +22,10 @@ struct EpState {
 
 // The communicator's UCP context and worker. The last link to go closes the endpoints
 // (flushing what is still in flight, for a bounded time) and destroys both.
+// UCX offers an RDMA transport (rc/dc/ud over InfiniBand or RoCE) on this host. Probed
+// once per process and cached.
+bool rdma_capable();
+
 class Worker {
  public:
   explicit Worker(int nranks);
