@@ -7,14 +7,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ground/memory_kind.hpp"
 #include "strata/collective.hpp"
 #include "strata/types.hpp"
 
 namespace strata {
-
-// Where a call's buffers live. Host memory only today; the device path adds a kind and
-// uses Call::stream.
-enum class MemoryKind : uint8_t { host };
 
 struct Call {
   Collective coll = Collective::barrier;
@@ -24,7 +21,7 @@ struct Call {
   DataType type = DataType::uint8;
   ReduceOp op = ReduceOp::sum;
   int root = 0;  // broadcast, reduce: the root; send, recv: the peer
-  MemoryKind memory = MemoryKind::host;
+  MemoryKind memory = MemoryKind::host;  // host only until the device path lands
   void* stream = nullptr;  // the stream a device call is ordered on; unused for host memory
   // Derived by describe():
   Geometry geo;

@@ -20,6 +20,8 @@
 #include <initializer_list>
 #include <vector>
 
+#include "ground/memory_kind.hpp"
+
 namespace strata {
 
 using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t count);  // dst = a op b
@@ -37,20 +39,6 @@ struct Reduction {
   void apply(char* dst, size_t off, const void* incoming, size_t bytes) const {
     fn(dst + off, local + off, incoming, bytes / elem_size);
   }
-};
-
-// The memory a link can read and write: host memory today; device memory is next.
-enum class MemoryKind : uint8_t { host, device };
-class MemoryKinds {
- public:
-  constexpr MemoryKinds(std::initializer_list<MemoryKind> kinds) {
-    for (MemoryKind k : kinds) bits_ |= bit(k);
-  }
-  constexpr bool has(MemoryKind k) const { return (bits_ & bit(k)) != 0; }
-
- private:
-  static constexpr uint8_t bit(MemoryKind k) { return static_cast<uint8_t>(1u << static_cast<unsigned>(k)); }
-  uint8_t bits_ = 0;
 };
 
 // What a link can do, declared by each link's constructor (docs/transports.md, "Link

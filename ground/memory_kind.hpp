@@ -1,0 +1,25 @@
+// Where a buffer lives: host memory today; the device path adds device memory. Calls
+// carry one kind (ground/call.hpp); links say which kinds they can read and write
+// (transports/transport.hpp's LinkCaps).
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+
+namespace strata {
+
+enum class MemoryKind : uint8_t { host, device };
+
+class MemoryKinds {
+ public:
+  constexpr MemoryKinds(std::initializer_list<MemoryKind> kinds) {
+    for (MemoryKind k : kinds) bits_ |= bit(k);
+  }
+  constexpr bool has(MemoryKind k) const { return (bits_ & bit(k)) != 0; }
+
+ private:
+  static constexpr uint8_t bit(MemoryKind k) { return static_cast<uint8_t>(1u << static_cast<unsigned>(k)); }
+  uint8_t bits_ = 0;
+};
+
+}  // namespace strata
