@@ -58,7 +58,7 @@ Plan CommState::build_plan_for(const Call& call, bool forward) const {
     for (Algo forced : kAllAlgos)
       if (cfg.algo == name(forced) && supports(forced, call.coll)) choice.algo = forced, why = "STRATA_ALGO";
   }
-  if (choice.chunk_bytes && !env_string("STRATA_CHUNK_BYTES")) a.chunk_count = std::max<size_t>(1, choice.chunk_bytes / esz);
+  if (choice.chunk_bytes && !cfg.chunk_bytes_set) a.chunk_count = std::max<size_t>(1, choice.chunk_bytes / esz);
   Plan plan = build_plan(choice.algo, a);
   STRATA_INFO("%s: %zu x %s %s root %d: %s (%s), predicted %.1f us, %zu rounds", name(call.coll), call.count,
               name(call.type), name(call.op), call.root, plan.algo, why, predict(choice.algo, a) * 1e6, plan.rounds());

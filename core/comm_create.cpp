@@ -43,15 +43,27 @@ bootstrap::RankInfo my_info(const Config& cfg, const net::Fd& listener, int emul
   return info;
 }
 
+// STRATA_ALGO names an algorithm of algorithms/select.cpp's list (the one list of names).
+void check_algo_setting(const std::string& algo) {
+  if (algo.empty()) return;
+  std::string names;
+  for (Algo a : kAllAlgos) {
+    if (algo == name(a)) return;
+    names += std::string(names.empty() ? "" : ", ") + name(a);
+  }
+  throw InvalidArgument("STRATA_ALGO=" + algo + " is not one of: " + names);
+}
+
 }  // namespace
 
 Comm CommState::create(int rank, int nranks, const std::vector<bootstrap::RankInfo>& table, const net::Fd& listener,
                        const bootstrap::Secret& secret, uint64_t tag, const Config& cfg,
                        const std::vector<LevelSpec>& spec) {
+  check_algo_setting(cfg.algo);
   auto s = std::make_shared<CommState>();
   std::vector<std::string> hosts;
   for (const auto& info : table) hosts.emplace_back(info.host);
-  s->hier = build_hierarchy(hosts, spec, env_string("STRATA_LINK_MODEL").value_or(""));
+  s->hier = build_hierarchy(hosts, spec, settings::text("STRATA_LINK_MODEL"));
   std::vector<RankCpus> cpus;
   for (const auto& info : table) cpus.push_back({info.machine, std::vector<uint64_t>(std::begin(info.cpus), std::end(info.cpus))});
   s->hier.oversubscribed = oversubscribed(cpus);
@@ -73,7 +85,7 @@ Comm CommState::create(int rank, int nranks, const std::vector<bootstrap::RankIn
 UniqueId get_unique_id() {
   Config cfg = Config::from_env();
   bootstrap::IdFields f;
-  f.root = net::interface_address(env_string("STRATA_SOCKET_IFNAME").value_or(""));
+  f.root = net::interface_address(settings::text("STRATA_SOCKET_IFNAME"));
   net::Fd listener = net::listen_on(f.root);
   f.root.set_port(net::local_address(listener.get()).port());
   f.secret = bootstrap::random_secret();
@@ -88,7 +100,7 @@ static Comm init(int nranks, int rank, const net::SockAddr& root, const bootstra
     throw InvalidArgument("rank " + std::to_string(rank) + " is outside [0, " + std::to_string(nranks) + ")");
   log::set_thread_rank(rank);
   Config cfg = Config::from_env();
-  auto spec = parse_hierarchy_spec(env_string("STRATA_HIERARCHY").value_or(""));
+  auto spec = parse_hierarchy_spec(settings::text("STRATA_HIERARCHY"));
   net::Fd listener = listen_like(root);
   auto table = bootstrap::join(root, secret, rank, nranks, my_info(cfg, listener, emulated_node(spec, rank)),
                                net::deadline_after(cfg.timeout_s));
@@ -103,15 +115,15 @@ Comm Comm::init_rank(int nranks, const UniqueId& id, int rank) {
 }
 
 Comm Comm::init_from_env() {
-  auto rank_s = env_string("STRATA_RANK"), size_s = env_string("STRATA_WORLD_SIZE");
+  auto rank_s = settings::raw("STRATA_RANK"), size_s = settings::raw("STRATA_WORLD_SIZE");
   if (!rank_s || !size_s) throw InvalidArgument("init_from_env: STRATA_RANK and STRATA_WORLD_SIZE must be set");
-  int nranks = static_cast<int>(env_int("STRATA_WORLD_SIZE", 1, 1, 1 << 24));
-  int rank = static_cast<int>(env_int("STRATA_RANK", 0, 0, nranks - 1));
-  auto root_s = env_string("STRATA_ROOT");
+  int nranks = static_cast<int>(settings::integer("STRATA_WORLD_SIZE"));
+  int rank = static_cast<int>(settings::integer("STRATA_RANK"));
+  auto root_s = settings::raw("STRATA_ROOT");
   if (!root_s) throw InvalidArgument("init_from_env: STRATA_ROOT=host:port must be set");
   net::SockAddr root = net::parse_host_port(*root_s);
   bootstrap::Secret secret{};
-  if (auto hex = env_string("STRATA_SECRET")) {
+  if (auto hex = settings::raw("STRATA_SECRET")) {
     secret = bootstrap::parse_secret_hex(*hex);
   } else {
     STRATA_WARN("STRATA_SECRET is not set: connections are checked against an all-zero secret");

@@ -14,7 +14,7 @@
 #include "core/op_queue.hpp"
 #include "core/plan_cache.hpp"
 #include "ground/call.hpp"
-#include "ground/env.hpp"
+#include "ground/settings.hpp"
 #include "strata/strata.hpp"
 
 namespace strata {

@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "ground/env.hpp"
+#include "ground/settings.hpp"
 #include "core/mesh.hpp"
 #include "ground/call.hpp"
 #include "ground/plan.hpp"

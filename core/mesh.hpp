@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/bootstrap/bootstrap.hpp"
-#include "ground/env.hpp"
+#include "ground/settings.hpp"
 #include "transports/transport.hpp"
 
 namespace strata {

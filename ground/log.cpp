@@ -1,4 +1,5 @@
 #include "ground/log.hpp"
+#include "ground/settings.hpp"
 
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -16,9 +17,9 @@ namespace {
 [[gnu::tls_model("initial-exec")]] thread_local int tls_rank = -1;
 
 Level parse_level() {
-  const char* v = std::getenv("STRATA_DEBUG");
-  if (!v || !*v) return Level::warn;
-  std::string s(v);
+  auto v = settings::raw("STRATA_DEBUG");
+  if (!v) return Level::warn;
+  std::string s = *v;
   for (char& c : s) c = static_cast<char>(toupper(c));
   if (s == "NONE") return Level::none;
   if (s == "INFO") return Level::info;

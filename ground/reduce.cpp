@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ground/half.hpp"
+#include "ground/settings.hpp"
 
 namespace strata {
 
@@ -37,8 +38,7 @@ ReduceFn reduce_fn(DataType type, ReduceOp op);
 bool use_avx2() {
   // STRATA_REDUCE_ISA=generic forces the baseline kernels (for comparison and testing).
   static const bool yes = [] {
-    const char* isa = std::getenv("STRATA_REDUCE_ISA");
-    if (isa && std::string(isa) == "generic") return false;
+    if (settings::text("STRATA_REDUCE_ISA") == "generic") return false;
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
   }();

@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "ground/log.hpp"
+#include "ground/settings.hpp"
 #include "topology/pci_names.hpp"
 
 namespace strata::topo {
@@ -529,11 +530,7 @@ HostTopology load_live_topology() { return load(nullptr); }
 HostTopology load_topology_file(const std::string& path) { return load(&path); }
 
 HostTopology load_host_topology() {
-  const char* f = std::getenv("STRATA_TOPO_FILE");
-  if (f && *f) {
-    std::string path(f);
-    return load(&path);
-  }
+  if (auto path = settings::raw("STRATA_TOPO_FILE")) return load(&*path);
   return load(nullptr);
 }
 

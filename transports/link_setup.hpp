@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "ground/env.hpp"
+#include "ground/settings.hpp"
 #include "transports/transport.hpp"
 
 namespace strata {

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <thread>
 
-#include "ground/env.hpp"
+#include "ground/settings.hpp"
 #include "ground/log.hpp"
 
 namespace strata::bootstrap {
@@ -62,7 +62,7 @@ void serve_root(net::Fd listener, Secret secret, double timeout_s) {
 }  // namespace
 
 std::string host_identity() {
-  if (auto h = env_string("STRATA_HOST")) return *h;
+  if (auto h = settings::raw("STRATA_HOST")) return *h;
   char name[128] = "";
   gethostname(name, sizeof name - 1);
   struct stat st{};

@@ -8,7 +8,7 @@
 #include <string>
 #include <thread>
 
-#include "ground/env.hpp"
+#include "ground/settings.hpp"
 #include "ground/reduce.hpp"
 #include "strata/error.hpp"
 #include "strata/strata.hpp"

@@ -82,7 +82,7 @@ const Probe& probe() {
 
 std::vector<PortId> selected_ports(std::string* why) {
   const Probe& p = probe();
-  std::string spec = env_string("STRATA_IB_HCA").value_or("");
+  std::string spec = settings::text("STRATA_IB_HCA");
   HcaFilter f = parse_hca_list(spec);
   std::vector<PortId> out;
   for (const PortId& id : p.ports)
@@ -423,13 +423,14 @@ std::unique_ptr<LinkSetup> create_setup(int, int, const Config&) {
   std::string why;
   std::vector<PortId> ports = selected_ports(&why);
   if (ports.empty()) require_device();
-  int gid_index = static_cast<int>(env_int("STRATA_IB_GID_INDEX", -1, -1, 255));
+  int gid_index = static_cast<int>(settings::integer("STRATA_IB_GID_INDEX"));
   Tuning t;
-  t.slots = static_cast<uint32_t>(env_int("STRATA_IB_SLOTS", 8, 2, 1024));
-  t.slot_bytes = static_cast<size_t>(env_int("STRATA_IB_CHUNK_BYTES", 512 << 10, 4096, 64 << 20)) & ~size_t(63);
-  t.timeout = static_cast<int>(env_int("STRATA_IB_TIMEOUT", 18, 1, 31));
-  t.retry_cnt = static_cast<int>(env_int("STRATA_IB_RETRY_CNT", 7, 0, 7));
-  int max_nics = static_cast<int>(env_int("STRATA_IB_MAX_NICS", static_cast<long long>(kMaxQps), 1, static_cast<long long>(kMaxQps)));
+  t.slots = static_cast<uint32_t>(settings::integer("STRATA_IB_SLOTS"));
+  t.slot_bytes = static_cast<size_t>(settings::integer("STRATA_IB_CHUNK_BYTES")) & ~size_t(63);
+  t.timeout = static_cast<int>(settings::integer("STRATA_IB_TIMEOUT"));
+  t.retry_cnt = static_cast<int>(settings::integer("STRATA_IB_RETRY_CNT"));
+  static_assert(kMaxQps == 16, "STRATA_IB_MAX_NICS's range in ground/settings.cpp is [1, kMaxQps]");
+  int max_nics = static_cast<int>(settings::integer("STRATA_IB_MAX_NICS"));
   std::vector<std::shared_ptr<Nic>> nics;
   for (const PortId& id : ports) {
     if (static_cast<int>(nics.size()) == max_nics) break;

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <new>
 
-#include "ground/env.hpp"
+#include "ground/settings.hpp"
 #include "strata/error.hpp"
 #include "transports/streaming.hpp"
 
@@ -125,7 +125,7 @@ ShmLink::ShmLink(int peer, ShmRing* out, ShmRing* in, std::shared_ptr<ShmSegment
   peer_tail_ = out_->tail.load(std::memory_order_relaxed);
   tail_ = in_->tail.load(std::memory_order_relaxed);
   peer_pid_ = out_seg_->owner_pid();
-  direct_min_ = static_cast<size_t>(env_int("STRATA_SHM_DIRECT_BYTES", 0, 0, 1LL << 40));
+  direct_min_ = static_cast<size_t>(settings::integer("STRATA_SHM_DIRECT_BYTES"));
   // Prove we may read the peer's memory (ptrace rules, containers); tell the peer through
   // the ring it writes to, before any transfer, so both sides choose the same protocol.
   uint64_t got = 0;
@@ -133,7 +133,7 @@ ShmLink::ShmLink(int peer, ShmRing* out, ShmRing* in, std::shared_ptr<ShmSegment
   we_read_direct_ = direct_min_ > 0 && process_vm_readv(peer_pid_, &local, 1, &remote, 1, 0) == sizeof got &&
                     got == ShmSegment::kProbeValue;
   in_->direct_ok.store(we_read_direct_ ? 1 : 0, std::memory_order_release);
-  stream_min_ = static_cast<size_t>(env_int("STRATA_SHM_STREAM_BYTES", 256 << 10, 0, 1LL << 40));
+  stream_min_ = static_cast<size_t>(settings::integer("STRATA_SHM_STREAM_BYTES"));
   if (stream_min_) stream_tmp_.resize(64 << 10);
   if (we_read_direct_) staging_.resize(256 << 10);
   // Forwards only without direct reads: a peer reading our memory could read a forward's

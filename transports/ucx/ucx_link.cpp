@@ -485,15 +485,13 @@ class UcxSetup final : public LinkSetup {
 // Creates the communicator's UCP context and worker; each peer is sent its address.
 std::unique_ptr<LinkSetup> create_setup(int rank, int nranks, const Config& cfg) {
   if (nranks > kMaxRanks) throw InvalidArgument("STRATA_TRANSPORT=ucx supports at most " + std::to_string(kMaxRanks) + " ranks");
-  size_t chunk = static_cast<size_t>(env_int("STRATA_UCX_CHUNK_BYTES", 1 << 20, 4096, 1LL << 30)) & ~size_t(63);
-  int slots = static_cast<int>(env_int("STRATA_UCX_STAGING_CHUNKS", 4, 1, 64));
-  std::string puts = env_string("STRATA_UCX_PUTS").value_or("auto");
-  if (puts != "auto" && puts != "0" && puts != "1")
-    throw InvalidArgument("STRATA_UCX_PUTS must be auto, 0 or 1 (got '" + puts + "')");
+  size_t chunk = static_cast<size_t>(settings::integer("STRATA_UCX_CHUNK_BYTES")) & ~size_t(63);
+  int slots = static_cast<int>(settings::integer("STRATA_UCX_STAGING_CHUNKS"));
+  std::string puts = settings::text("STRATA_UCX_PUTS");  // "" (auto), "auto", "0" or "1"
   PutUse use = puts == "0" ? PutUse::never : puts == "1" ? PutUse::always : PutUse::same_host;
   // Smaller than tag messages: a slot the peer has just written is still in cache when it is
   // taken out (2-rank sendrecv of 4 MiB over UCX sm: 1.43x with 256 KiB against 1 MiB).
-  size_t put_chunk = static_cast<size_t>(env_int("STRATA_UCX_PUT_CHUNK_BYTES", 256 << 10, 4096, 1LL << 30)) & ~size_t(63);
+  size_t put_chunk = static_cast<size_t>(settings::integer("STRATA_UCX_PUT_CHUNK_BYTES")) & ~size_t(63);
   return std::make_unique<UcxSetup>(rank, nranks, chunk, put_chunk, slots, use);
 }
 

@@ -1,0 +1,208 @@
+#include "ground/settings.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "ground/log.hpp"
+#include "strata/error.hpp"
+
+extern char** environ;
+
+namespace strata {
+
+namespace settings {
+
+namespace {
+
+using T = Type;
+using L = Lifetime;
+constexpr double K = 1024, M = K * K, G = M * K;
+constexpr double kRanks = 1 << 24;
+
+// Every STRATA_* variable: the one list. docs/environment.md documents each (checked by
+// tests/unit/test_settings.cpp).
+constexpr Setting kTable[] = {
+    // Set by the launcher (strata-run) for each rank.
+    {"STRATA_RANK", T::integer, 0, 0, kRanks - 1, nullptr, L::communicator, "this rank, for Comm::init_from_env()"},
+    {"STRATA_WORLD_SIZE", T::integer, 1, 1, kRanks, nullptr, L::communicator, "the job's size, for Comm::init_from_env()"},
+    {"STRATA_LOCAL_RANK", T::integer, 0, 0, kRanks - 1, nullptr, L::communicator, "this rank among its host's (set by strata-run)"},
+    {"STRATA_LOCAL_SIZE", T::integer, 1, 1, kRanks, nullptr, L::communicator, "ranks on this host (set by strata-run)"},
+    {"STRATA_ROOT", T::text, 0, 0, 0, nullptr, L::communicator, "host:port of the bootstrap root; rank 0 listens there"},
+    {"STRATA_SECRET", T::text, 0, 0, 0, nullptr, L::communicator, "32 hex digits every connection must present"},
+    // Bootstrap, logging, kernels.
+    {"STRATA_SOCKET_IFNAME", T::text, 0, 0, 0, nullptr, L::communicator, "interface whose address get_unique_id() puts in the id"},
+    {"STRATA_DEBUG", T::text, 0, 0, 0, nullptr, L::process, "log level: NONE, WARN, INFO, TRACE"},
+    {"STRATA_REDUCE_ISA", T::text, 0, 0, 0, nullptr, L::process, "generic: the baseline reduction kernels instead of AVX2/F16C"},
+    {"STRATA_TOPO_FILE", T::text, 0, 0, 0, nullptr, L::process, "an hwloc XML file to use as this host's topology"},
+    {"STRATA_HOST", T::text, 0, 0, 0, nullptr, L::communicator, "host identity override: equal values use shared memory"},
+    // The communicator.
+    {"STRATA_TIMEOUT", T::number, 300, 0.1, 1e7, nullptr, L::communicator, "seconds without progress before a peer is declared stuck"},
+    {"STRATA_TRANSPORT", T::text, 0, 0, 0, "shm|tcp|ucx|ibverbs", L::communicator, "forces a transport between all ranks"},
+    // Its names are the algorithms' own list (algorithms/select.cpp), checked when a
+    // communicator is created: the ground does not know the algorithms.
+    {"STRATA_ALGO", T::text, 0, 0, 0, nullptr, L::communicator, "forces an algorithm where it implements the collective"},
+    {"STRATA_CHUNK_BYTES", T::integer, 512 * K, 64, G, nullptr, L::communicator, "pipelining chunk of chains (overrides the tuner)"},
+    {"STRATA_HIERARCHY", T::text, 0, 0, 0, nullptr, L::communicator, "emulated levels, e.g. node:2,island:2"},
+    {"STRATA_LINK_MODEL", T::text, 0, 0, 0, nullptr, L::communicator, "the tuner's link models, level:latency:bandwidth,..."},
+    // Transports.
+    {"STRATA_SHM_RING_BYTES", T::integer, 4 * M, 4096, G, nullptr, L::communicator, "capacity of each shared-memory FIFO"},
+    {"STRATA_SHM_STREAM_BYTES", T::integer, 256 * K, 0, 1LL << 40, nullptr, L::communicator, "receives this large write with non-temporal stores"},
+    {"STRATA_SHM_DIRECT_BYTES", T::integer, 0, 0, 1LL << 40, nullptr, L::communicator, "transfers this large are read from the sender (0: off)"},
+    {"STRATA_TCP_NSOCKS", T::integer, 2, 1, 16, nullptr, L::communicator, "tcp data sockets per peer"},
+    {"STRATA_TCP_STAGING_BYTES", T::integer, 1 * M, 4096, G, nullptr, L::communicator, "receive buffer per tcp socket for reducing receives"},
+    {"STRATA_UCX_CHUNK_BYTES", T::integer, 1 * M, 4096, G, nullptr, L::communicator, "ucx: message size transfers are cut into"},
+    {"STRATA_UCX_STAGING_CHUNKS", T::integer, 4, 1, 64, nullptr, L::communicator, "ucx: staging chunks and put slots per peer"},
+    {"STRATA_UCX_PUT_CHUNK_BYTES", T::integer, 256 * K, 4096, G, nullptr, L::communicator, "ucx: message size on links that put"},
+    {"STRATA_UCX_PUTS", T::text, 0, 0, 0, "auto|0|1", L::communicator, "ucx: RMA puts (auto: on one host over shared memory)"},
+    {"STRATA_IB_HCA", T::text, 0, 0, 0, nullptr, L::communicator, "ibverbs: devices and ports, NCCL_IB_HCA grammar"},
+    {"STRATA_IB_GID_INDEX", T::integer, -1, -1, 255, nullptr, L::communicator, "ibverbs: RoCE GID index (-1: auto)"},
+    {"STRATA_IB_CHUNK_BYTES", T::integer, 512 * K, 4096, 64 * M, nullptr, L::communicator, "ibverbs: ring slot size"},
+    {"STRATA_IB_SLOTS", T::integer, 8, 2, 1024, nullptr, L::communicator, "ibverbs: ring slots per queue pair and direction"},
+    {"STRATA_IB_TIMEOUT", T::integer, 18, 1, 31, nullptr, L::communicator, "ibverbs: queue-pair ack timeout exponent"},
+    {"STRATA_IB_RETRY_CNT", T::integer, 7, 0, 7, nullptr, L::communicator, "ibverbs: queue-pair retry count"},
+    {"STRATA_IB_MAX_NICS", T::integer, 16, 1, 16, nullptr, L::communicator, "ibverbs: ports a link stripes over"},
+    // Tests.
+    {"STRATA_PYTHON", T::text, 0, 0, 0, nullptr, L::process, "tests: the python3 that has torch"},
+};
+
+std::string range(const Setting& s) {
+  auto num = [](double x) {
+    std::string t = std::to_string(x);
+    if (x == static_cast<double>(static_cast<long long>(x))) t = std::to_string(static_cast<long long>(x));
+    return t;
+  };
+  return "[" + num(s.lo) + ", " + num(s.hi) + "]";
+}
+
+std::string choices_list(const char* choices) {
+  std::string out(choices);
+  for (size_t i = 0; (i = out.find('|', i)) != std::string::npos;) out.replace(i, 1, ", ");
+  return out;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::span<const Setting> all() { return kTable; }
+
+const Setting& find(std::string_view name) {
+  for (const Setting& s : kTable)
+    if (name == s.name) return s;
+  throw InternalError("setting " + std::string(name) + " is not declared in ground/settings.cpp");
+}
+
+std::optional<std::string> raw(const char* name) {
+  find(name);  // a name the table lacks is a bug here, not the user's
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
+bool is_set(const char* name) { return raw(name).has_value(); }
+
+long long integer(const char* name) {
+  const Setting& s = find(name);
+  auto v = raw(name);
+  if (!v) return static_cast<long long>(s.fallback);
+  char* end = nullptr;
+  errno = 0;
+  long long x = std::strtoll(v->c_str(), &end, 10);
+  // K/M/G suffixes (powers of 1024): byte sizes are the common case.
+  if (end && (*end == 'K' || *end == 'k')) x <<= 10, ++end;
+  else if (end && (*end == 'M' || *end == 'm')) x <<= 20, ++end;
+  else if (end && (*end == 'G' || *end == 'g')) x <<= 30, ++end;
+  if (errno || end == v->c_str() || *end != '\0' || x < s.lo || x > s.hi)
+    throw InvalidArgument(std::string(name) + "=" + *v + " is not an integer in " + range(s));
+  return x;
+}
+
+double number(const char* name) {
+  const Setting& s = find(name);
+  auto v = raw(name);
+  if (!v) return s.fallback;
+  char* end = nullptr;
+  double x = std::strtod(v->c_str(), &end);
+  if (end == v->c_str() || *end != '\0' || !(x >= s.lo && x <= s.hi))
+    throw InvalidArgument(std::string(name) + "=" + *v + " is not a number in " + range(s));
+  return x;
+}
+
+std::string text(const char* name) {
+  const Setting& s = find(name);
+  auto v = raw(name);
+  if (!v) return "";
+  if (s.choices) {
+    std::string_view all(s.choices);
+    for (size_t at = 0;;) {
+      size_t bar = all.find('|', at);
+      if (all.substr(at, bar == std::string_view::npos ? bar : bar - at) == *v) return *v;
+      if (bar == std::string_view::npos) break;
+      at = bar + 1;
+    }
+    throw InvalidArgument(std::string(name) + "=" + *v + " is not one of: " + choices_list(s.choices));
+  }
+  return *v;
+}
+
+std::string closest(std::string_view unknown) {
+  const Setting* best = &kTable[0];
+  size_t best_d = SIZE_MAX;
+  for (const Setting& s : kTable) {
+    size_t d = edit_distance(unknown, s.name);
+    if (d < best_d) best_d = d, best = &s;
+  }
+  return best->name;
+}
+
+void warn_unknown() {
+  static std::mutex m;
+  static std::set<std::string> warned;
+  std::lock_guard lk(m);
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view kv(*e);
+    if (kv.substr(0, 7) != "STRATA_") continue;
+    std::string name(kv.substr(0, kv.find('=')));
+    bool known = std::any_of(std::begin(kTable), std::end(kTable), [&](const Setting& s) { return name == s.name; });
+    if (known || !warned.insert(name).second) continue;
+    STRATA_WARN("%s is not a Strata setting; did you mean %s? (docs/environment.md lists them)", name.c_str(),
+                closest(name).c_str());
+  }
+}
+
+}  // namespace settings
+
+Config Config::from_env() {
+  settings::warn_unknown();
+  Config c;
+  c.timeout_s = settings::number("STRATA_TIMEOUT");
+  c.transport = settings::text("STRATA_TRANSPORT");
+  c.algo = settings::text("STRATA_ALGO");
+  c.tcp_nsocks = static_cast<int>(settings::integer("STRATA_TCP_NSOCKS"));
+  // The shared-memory FIFO aligns every message to 64 bytes: keep its size a multiple.
+  c.shm_ring_bytes = static_cast<size_t>(settings::integer("STRATA_SHM_RING_BYTES")) & ~static_cast<size_t>(63);
+  c.chunk_bytes = static_cast<size_t>(settings::integer("STRATA_CHUNK_BYTES"));
+  c.chunk_bytes_set = settings::is_set("STRATA_CHUNK_BYTES");
+  c.staging_bytes = static_cast<size_t>(settings::integer("STRATA_TCP_STAGING_BYTES"));
+  c.host = settings::text("STRATA_HOST");
+  return c;
+}
+
+}  // namespace strata

@@ -1,0 +1,68 @@
+// Every STRATA_* setting, declared once (ground/settings.cpp's table: name, type, default,
+// range or choices, lifetime, one line of help) and parsed in one place. Code reads a
+// setting by name through the typed accessors below; docs/environment.md is checked
+// against the table by tests/unit/test_settings.cpp.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace strata {
+
+namespace settings {
+
+enum class Type { integer, number, text };
+// process: read once, at first use (e.g. the log level); communicator: read again each
+// time a communicator is created.
+enum class Lifetime { process, communicator };
+
+struct Setting {
+  const char* name;
+  Type type;
+  double fallback, lo, hi;  // integer (K/M/G suffixes: powers of 1024) and number
+  const char* choices;      // text: the values allowed, "a|b|c"; null: any text
+  Lifetime life;
+  const char* help;
+};
+
+std::span<const Setting> all();
+// The declaration of `name` (InternalError for a name the table lacks: a typo in code).
+const Setting& find(std::string_view name);
+
+// The value as set; nullopt when unset or empty.
+std::optional<std::string> raw(const char* name);
+// Typed values, the table's default when unset; a malformed or out-of-range value is an
+// InvalidArgument naming the variable and what it accepts.
+long long integer(const char* name);
+double number(const char* name);
+std::string text(const char* name);  // "" when unset
+bool is_set(const char* name);
+
+// The known setting closest to `unknown` (edit distance), for the misspelling warning.
+std::string closest(std::string_view unknown);
+// Warns, once per name per process, about each STRATA_* variable in the environment that
+// the table lacks, naming the closest known one. Run whenever a communicator's settings
+// are read (Config::from_env).
+void warn_unknown();
+
+}  // namespace settings
+
+// The settings a communicator is made with, read when it is created.
+struct Config {
+  double timeout_s;       // STRATA_TIMEOUT
+  std::string transport;  // STRATA_TRANSPORT: "" (auto), "shm", "tcp", "ucx" or "ibverbs"
+  std::string algo;       // STRATA_ALGO: "" (the tuner) or an algorithm's name
+  int tcp_nsocks;         // STRATA_TCP_NSOCKS
+  size_t shm_ring_bytes;  // STRATA_SHM_RING_BYTES
+  size_t chunk_bytes;     // STRATA_CHUNK_BYTES (default: the tuner's choice, 512 KiB otherwise)
+  bool chunk_bytes_set;   // STRATA_CHUNK_BYTES overrides the tuner's chunk
+  size_t staging_bytes;   // STRATA_TCP_STAGING_BYTES
+  std::string host;       // STRATA_HOST
+
+  static Config from_env();
+};
+
+}  // namespace strata
