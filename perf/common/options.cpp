@@ -10,10 +10,10 @@ namespace perf {
 
 namespace {
 
-// Every collective's name, from the enum, so the messages below never miss one.
+// Every collective's name, from the list, so the messages below never miss one.
 std::string coll_names(const char* sep) {
   std::string out;
-  for (int c = 0; c < kNumColls; ++c) out += (c ? sep : "") + std::string(name(static_cast<Coll>(c)));
+  for (const Coll& c : all_colls()) out += (out.empty() ? "" : sep) + std::string(name(c));
   return out;
 }
 
@@ -90,8 +90,8 @@ std::string apply(Options& o, char flag, const std::string& value) {
       return {};
     case 'd':
       if (value == "all") {
-        o.types = all_dtypes();
-      } else if (auto t = parse_dtype(value)) {
+        o.types = all_datatypes();
+      } else if (auto t = strata::parse_datatype(value)) {
         o.types = {*t};
       } else {
         return bad("expected int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double or all");
@@ -99,8 +99,8 @@ std::string apply(Options& o, char flag, const std::string& value) {
       return {};
     case 'o':
       if (value == "all") {
-        o.ops = all_redops();
-      } else if (auto op = parse_redop(value)) {
+        o.ops = all_reduce_ops();
+      } else if (auto op = strata::parse_reduce_op(value)) {
         o.ops = {*op};
       } else {
         return bad("expected sum prod max min avg or all");
@@ -152,6 +152,22 @@ std::string apply(Options& o, char flag, const std::string& value) {
 
 }  // namespace
 
+const std::vector<DataType>& all_datatypes() {
+  static const std::vector<DataType> v = {DataType::int8,    DataType::uint8,   DataType::int32,   DataType::uint32,
+                                          DataType::int64,   DataType::uint64,  DataType::float16, DataType::float32,
+                                          DataType::float64, DataType::bfloat16};
+  return v;
+}
+
+const std::vector<ReduceOp>& all_reduce_ops() {
+  static const std::vector<ReduceOp> v = [] {
+    std::vector<ReduceOp> out;
+    for (int i = 0; i < strata::kNumReduceOps; ++i) out.push_back(static_cast<ReduceOp>(i));
+    return out;
+  }();
+  return v;
+}
+
 std::optional<uint64_t> parse_size(std::string_view s) {
   if (s.empty()) return std::nullopt;
   std::string str(s);
@@ -179,7 +195,7 @@ std::optional<uint64_t> parse_size(std::string_view s) {
   return static_cast<uint64_t>(bytes);
 }
 
-ParseResult parse_options(const std::vector<std::string>& args, std::optional<Coll> default_coll) {
+ParseResult parse_options(const std::vector<std::string>& args) {
   ParseResult r;
   Options& o = r.options;
   size_t i = 1;
@@ -191,8 +207,6 @@ ParseResult parse_options(const std::vector<std::string>& args, std::optional<Co
     }
     o.coll = *c;
     ++i;
-  } else if (default_coll) {
-    o.coll = *default_coll;
   } else {
     bool wants_help = false;
     for (size_t j = 1; j < args.size(); ++j) wants_help |= args[j] == "-h" || args[j] == "--help";

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "coll_printer.hpp"
 #include "options.hpp"
 
 namespace perf {
@@ -33,7 +34,7 @@ TEST(ParseOptions, Defaults) {
   ParseResult r = parse({"all_reduce"});
   ASSERT_EQ(r.error, "");
   const Options& o = r.options;
-  EXPECT_EQ(o.coll, Coll::all_reduce);
+  EXPECT_EQ(o.coll, Coll(Collective::all_reduce));
   EXPECT_EQ(o.min_bytes, 32ull << 20);
   EXPECT_EQ(o.max_bytes, 32ull << 20);
   EXPECT_EQ(o.step_bytes, 1ull << 20);
@@ -41,8 +42,8 @@ TEST(ParseOptions, Defaults) {
   EXPECT_EQ(o.iters, 20);
   EXPECT_EQ(o.warmup_iters, 5);
   EXPECT_EQ(o.check, 1);
-  EXPECT_EQ(o.types, std::vector<DType>{DType::float32});
-  EXPECT_EQ(o.ops, std::vector<RedOp>{RedOp::sum});
+  EXPECT_EQ(o.types, std::vector<DataType>{DataType::float32});
+  EXPECT_EQ(o.ops, std::vector<ReduceOp>{ReduceOp::sum});
   EXPECT_EQ(o.root, 0);
   EXPECT_EQ(o.average, Average::avg);
   EXPECT_FALSE(o.blocking);
@@ -54,15 +55,15 @@ TEST(ParseOptions, NcclTestsCommandLine) {
                          "-d", "bfloat16", "-o", "max", "-a", "3", "-z", "1", "--json", "out.json", "-I", "0"});
   ASSERT_EQ(r.error, "");
   const Options& o = r.options;
-  EXPECT_EQ(o.coll, Coll::reduce_scatter);
+  EXPECT_EQ(o.coll, Coll(Collective::reduce_scatter));
   EXPECT_EQ(o.min_bytes, 8u);
   EXPECT_EQ(o.max_bytes, 64ull << 20);
   EXPECT_EQ(o.step_factor, 2u);
   EXPECT_EQ(o.iters, 7);
   EXPECT_EQ(o.warmup_iters, 3);
   EXPECT_EQ(o.check, 0);
-  EXPECT_EQ(o.types, std::vector<DType>{DType::bfloat16});
-  EXPECT_EQ(o.ops, std::vector<RedOp>{RedOp::max});
+  EXPECT_EQ(o.types, std::vector<DataType>{DataType::bfloat16});
+  EXPECT_EQ(o.ops, std::vector<ReduceOp>{ReduceOp::max});
   EXPECT_EQ(o.average, Average::max);
   EXPECT_TRUE(o.blocking);
   EXPECT_EQ(o.json_path, "out.json");
@@ -81,12 +82,12 @@ TEST(ParseOptions, AttachedValuesLongFormsAndAll) {
 }
 
 TEST(ParseOptions, CollectiveNames) {
-  EXPECT_EQ(parse({"alltoall"}).options.coll, Coll::all_to_all);
-  EXPECT_EQ(parse({"all_to_all"}).options.coll, Coll::all_to_all);
-  EXPECT_EQ(parse({"all_gather_perf"}).options.coll, Coll::all_gather);
-  EXPECT_EQ(parse({"sendrecv"}).options.coll, Coll::sendrecv);
-  EXPECT_EQ(parse({"pipeline"}).options.coll, Coll::pipeline);
-  EXPECT_EQ(parse({"reduce"}).options.coll, Coll::reduce);
+  EXPECT_EQ(parse({"alltoall"}).options.coll, Coll(Collective::all_to_all));
+  EXPECT_EQ(parse({"all_to_all"}).options.coll, Coll(Collective::all_to_all));
+  EXPECT_EQ(parse({"all_gather_perf"}).options.coll, Coll(Collective::all_gather));
+  EXPECT_EQ(parse({"sendrecv"}).options.coll, Coll(P2p::sendrecv));
+  EXPECT_EQ(parse({"pipeline"}).options.coll, Coll(P2p::pipeline));
+  EXPECT_EQ(parse({"reduce"}).options.coll, Coll(Collective::reduce));
 }
 
 TEST(ParseOptions, Help) {
