@@ -128,5 +128,68 @@ TEST(ParseOptions, BadFlagsAreErrors) {
   }
 }
 
+TEST(ParseOptions, MessagesSayWhatIsWrongInOurWords) {
+  // The first problem on the line is reported, as the hand-written parser did.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"all_reduce", "-q", "1"}, "unknown option '-q'"},
+      {{"all_reduce", "--bogus=1"}, "unknown option '--bogus=1'"},
+      {{"all_reduce", "--help=1"}, "unknown option '--help=1'"},
+      {{"all_reduce", "-hx"}, "unknown option '-hx'"},
+      {{"all_reduce", "--"}, "unknown option '--'"},
+      {{"all_reduce", "-1"}, "unknown option '-1'"},
+      {{"all_reduce", "stray", "-b", "8"}, "unexpected argument 'stray'"},
+      {{"all_reduce", "-"}, "unexpected argument '-'"},
+      {{"all_reduce", "-b", "8", "-e"}, "option -e/--maxbytes needs a value"},
+      {{"all_reduce", "--stepfactor"}, "option -f/--stepfactor needs a value"},
+      {{"all_reduce", "-b", "lots"}, "invalid value 'lots' for -b (expected a size such as 8, 1K, 64M, 1G)"},
+      {{"all_reduce", "-b", "-e", "8"}, "invalid value '-e' for -b (expected a size such as 8, 1K, 64M, 1G)"},
+      {{"all_reduce", "-b=5"}, "invalid value '=5' for -b (expected a size such as 8, 1K, 64M, 1G)"},
+      {{"all_reduce", "-w", "-1"}, "invalid value '-1' for -w (expected an integer >= 0)"},
+      {{"all_reduce", "-n", "0", "-n", "5"}, "invalid value '0' for -n (expected an integer >= 1)"},
+      {{"all_reduce", "-q", "-b", "lots"}, "unknown option '-q'"},
+      {{"all_reduce", "-b", "lots", "-q"}, "invalid value 'lots' for -b (expected a size such as 8, 1K, 64M, 1G)"},
+      {{"all_reduce", "-q", "-h"}, "unknown option '-q'"},
+      {{"all_reduce", "-d", "float128"},
+       "invalid value 'float128' for -d (expected int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double "
+       "or all)"},
+      {{"all_reduce", "--op=xor"}, "invalid value 'xor' for -o (expected sum prod max min avg or all)"},
+      {{"-b", "8", "all_reduce"},
+       "missing the collective: the first word must be one of all_reduce, reduce_scatter, all_gather, broadcast, "
+       "reduce, all_to_all, sendrecv, pipeline"},
+      {{"allreduce"},
+       "unknown collective 'allreduce' (expected all_reduce, reduce_scatter, all_gather, broadcast, reduce, "
+       "all_to_all, sendrecv, pipeline)"},
+  };
+  for (const auto& [args, message] : cases) {
+    std::string joined;
+    for (const auto& a : args) joined += a + " ";
+    EXPECT_EQ(parse(args).error, message) << joined;
+  }
+}
+
+TEST(ParseOptions, HelpStopsAtTheFlag) {
+  EXPECT_TRUE(parse({"all_reduce", "-h", "-q"}).options.help);
+  EXPECT_TRUE(parse({"all_reduce", "--help", "-b", "lots"}).options.help);
+  EXPECT_EQ(parse({"all_reduce", "-h", "-q"}).error, "");
+}
+
+TEST(ParseOptions, LastValueWinsAndTypesFromTheLibrary) {
+  ParseResult r = parse({"all_reduce", "-b", "8", "--minbytes", "16", "-d", "u32", "-o", "prod"});
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(r.options.min_bytes, 16u);
+  EXPECT_EQ(r.options.types, std::vector<DataType>{DataType::uint32});
+  EXPECT_EQ(r.options.ops, std::vector<ReduceOp>{ReduceOp::prod});
+  for (const auto& [alias, type] : std::vector<std::pair<std::string, DataType>>{
+           {"i8", DataType::int8}, {"u8", DataType::uint8}, {"char", DataType::int8}, {"fp16", DataType::float16},
+           {"bf16", DataType::bfloat16}, {"fp64", DataType::float64}, {"half", DataType::float16}}) {
+    EXPECT_EQ(parse({"all_reduce", "-d", alias}).options.types, std::vector<DataType>{type}) << alias;
+  }
+  // -d all: nccl-tests' order.
+  EXPECT_EQ(parse({"all_reduce", "-d", "all"}).options.types,
+            (std::vector<DataType>{DataType::int8, DataType::uint8, DataType::int32, DataType::uint32,
+                                   DataType::int64, DataType::uint64, DataType::float16, DataType::float32,
+                                   DataType::float64, DataType::bfloat16}));
+}
+
 }  // namespace
 }  // namespace perf
