@@ -1,8 +1,11 @@
 #include "options.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <string_view>
 
 namespace strata::launcher {
@@ -11,14 +14,9 @@ namespace {
 // Returns an error message, or an empty string when the value was accepted.
 using ApplyFn = std::string (*)(Options&, std::string_view value);
 
-// One entry per option: adding an option (--hosts, --link-rate, ...) means adding a field
-// to Options and a row here; parsing and the usage text follow from the table.
-struct OptionSpec {
-  char short_name;              // 0: no short form
-  std::string_view long_name;   // without the leading "--"
-  std::string_view value_name;  // empty: a flag that takes no value
-  std::string_view help;
-  ApplyFn apply;
+// Thrown from an option's callback: a bad value, in our words.
+struct BadValue {
+  std::string message;
 };
 
 std::string parse_nranks(Options& o, std::string_view v) {
@@ -84,44 +82,64 @@ std::string check_combination(const Options& o) {
   return {};
 }
 
-const OptionSpec kOptions[] = {
-    {'n', "nranks", "N", "number of ranks to start (required, at least 1)", parse_nranks},
-    {0, "grace", "SEC",
-     "wait between SIGTERM and SIGKILL when stopping ranks (default 2)",
-     parse_grace},
-    {0, "no-prefix", "", "do not prefix output lines with \"[RANK] \"",
-     [](Options& o, std::string_view) {
-       o.prefix_output = false;
-       return std::string();
-     }},
-    {0, "hosts", "H",
-     "emulate H hosts on this machine: one network namespace each, ranks spread over them "
-     "in consecutive blocks (needs root)",
-     parse_hosts},
-    {0, "link-rate", "RATE",
-     "with --hosts: shape each host's link to RATE in both directions (tc syntax: 1gbit, "
-     "100mbit, ...; default unshaped)",
-     parse_rate},
-    {0, "subnet", "NET",
-     "with --hosts: the hosts' IPv4 network, host i gets address i+1 (default 10.231.0.0/24)",
-     parse_subnet_option},
-    {'h', "help", "", "print this help and exit",
-     [](Options& o, std::string_view) {
-       o.show_help = true;
-       return std::string();
-     }},
-};
-
-const OptionSpec* find_long(std::string_view name) {
-  for (const auto& spec : kOptions)
-    if (spec.long_name == name) return &spec;
-  return nullptr;
+// How the user spelled an option in a message: "--name" without "=value", "-x" of "-xyz".
+std::string shown(const std::string& arg) {
+  return arg.starts_with("--") ? arg.substr(0, arg.find('=')) : arg.substr(0, 2);
 }
 
-const OptionSpec* find_short(char c) {
-  for (const auto& spec : kOptions)
-    if (spec.short_name != 0 && spec.short_name == c) return &spec;
-  return nullptr;
+bool looks_like_option(const std::string& arg) { return arg.size() >= 2 && arg[0] == '-'; }
+
+void add_value(CLI::App& app, Options& o, const std::string& names, const std::string& value_name,
+               const std::string& help, ApplyFn apply) {
+  app.add_option_function<std::string>(
+         names,
+         [&o, apply](const std::string& v) {
+           if (std::string err = apply(o, v); !err.empty()) throw BadValue{err};
+         },
+         help)
+      ->option_text(value_name)
+      ->trigger_on_parse();
+}
+
+// The argument CLI11 is at (in a callback) or stopped at (after an exception).
+using CurrentArg = std::function<std::string()>;
+
+// CLI11 reads "-hx" as -h -x and "--flag=" as the flag; a flag must stand alone.
+void add_flag(CLI::App& app, const std::string& names, const std::string& help, std::function<void()> set,
+              const CurrentArg& current) {
+  auto checked = [names, set = std::move(set), current] {
+    const std::string arg = current();
+    if (arg.find('=') != std::string::npos) throw BadValue{"option '" + shown(arg) + "' takes no value"};
+    if (("," + names + ",").find("," + arg + ",") == std::string::npos) throw BadValue{"unknown option '" + arg + "'"};
+    set();
+  };
+  app.add_flag_callback(names, std::move(checked), help)->disable_flag_override()->trigger_on_parse();
+}
+
+// The options, one call each: adding one (--hosts, --link-rate, ...) means adding a field to
+// Options and a line here; parsing (CLI11) and the usage text follow from the app.
+void define_options(CLI::App& app, Options& o, const CurrentArg& current) {
+  app.set_help_flag();  // ours below, in the list, and not one that ends the parse
+  // Options end at "--" or at the first argument that is not an option: the command,
+  // whose own options (`strata-run -n 2 python -u x.py`) are left to it.
+  app.prefix_command();
+  add_value(app, o, "-n,--nranks", "N", "number of ranks to start (required, at least 1)", parse_nranks);
+  add_value(app, o, "--grace", "SEC", "wait between SIGTERM and SIGKILL when stopping ranks (default 2)",
+            parse_grace);
+  add_flag(app, "--no-prefix", "do not prefix output lines with \"[RANK] \"", [&o] { o.prefix_output = false; },
+           current);
+  add_value(app, o, "--hosts", "H",
+            "emulate H hosts on this machine: one network namespace each, ranks spread over them "
+            "in consecutive blocks (needs root)",
+            parse_hosts);
+  add_value(app, o, "--link-rate", "RATE",
+            "with --hosts: shape each host's link to RATE in both directions (tc syntax: 1gbit, "
+            "100mbit, ...; default unshaped)",
+            parse_rate);
+  add_value(app, o, "--subnet", "NET",
+            "with --hosts: the hosts' IPv4 network, host i gets address i+1 (default 10.231.0.0/24)",
+            parse_subnet_option);
+  add_flag(app, "-h,--help", "print this help and exit", [&o] { o.show_help = true; }, current);
 }
 
 ParseResult usage_error(std::string message) {
@@ -136,57 +154,37 @@ ParseResult usage_error(std::string message) {
 ParseResult parse_options(int argc, const char* const* argv) {
   ParseResult result;
   Options& opts = result.options;
-  int i = 1;
-  for (; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "--") {
-      ++i;
-      break;
-    }
-    if (arg.size() < 2 || arg[0] != '-') break;  // the command starts here ("-" included)
-
-    const OptionSpec* spec = nullptr;
-    std::string_view shown;  // the option as the user spelled it, for messages
-    std::string_view inline_value;
-    bool has_inline_value = false;
-    if (arg.starts_with("--")) {
-      std::string_view name = arg.substr(2);
-      if (auto eq = name.find('='); eq != std::string_view::npos) {
-        inline_value = name.substr(eq + 1);
-        has_inline_value = true;
-        name = name.substr(0, eq);
-      }
-      spec = find_long(name);
-      shown = arg.substr(0, 2 + name.size());
-    } else {
-      spec = find_short(arg[1]);
-      shown = arg.substr(0, 2);
-      // "-n4" carries its value; a flag must stand alone (no bundling like "-hx").
-      if (spec != nullptr && arg.size() > 2) {
-        if (spec->value_name.empty())
-          return usage_error("unknown option '" + std::string(arg) + "'");
-        inline_value = arg.substr(2);
-        has_inline_value = true;
-      }
-    }
-    if (spec == nullptr) return usage_error("unknown option '" + std::string(shown) + "'");
-
-    std::string_view value;
-    if (!spec->value_name.empty()) {
-      if (has_inline_value) {
-        value = inline_value;
-      } else if (i + 1 < argc) {
-        value = argv[++i];
-      } else {
-        return usage_error("option '" + std::string(shown) + "' needs a value (" +
-                           std::string(spec->value_name) + ")");
-      }
-    } else if (has_inline_value) {
-      return usage_error("option '" + std::string(shown) + "' takes no value");
-    }
-    if (std::string err = spec->apply(opts, value); !err.empty()) return usage_error(err);
+  std::vector<std::string> rest;  // reversed, as CLI11 consumes it (from the back)
+  for (int i = argc - 1; i >= 1; --i) rest.emplace_back(argv[i]);
+  const size_t given = rest.size();
+  // The last argument CLI11 consumed.
+  auto current = [&] { return std::string(argv[given - rest.size()]); };
+  CLI::App app;
+  define_options(app, opts, current);
+  std::string error;
+  try {
+    app.parse(rest);
+  } catch (const BadValue& e) {
+    error = e.message;
+  } catch (const CLI::ArgumentMismatch&) {
+    // A flag given a value, or a value missing at the end of the line.
+    const std::string arg = current();
+    const CLI::Option* opt = app.get_option_no_throw(shown(arg));
+    if (opt && opt->get_expected_max() > 0)
+      error = "option '" + shown(arg) + "' needs a value (" + opt->get_option_text() + ")";
+    else
+      error = "option '" + shown(arg) + "' takes no value";
+  } catch (const CLI::ParseError& e) {
+    error = e.what();
   }
-  for (; i < argc; ++i) opts.command.emplace_back(argv[i]);
+  // What CLI11 left: options it does not know (each before anything reported above), then
+  // "--" and the command.
+  std::vector<std::string> left = app.remaining();
+  if (!left.empty() && left.front() != "--" && looks_like_option(left.front()))
+    return usage_error("unknown option '" + shown(left.front()) + "'");
+  if (!error.empty()) return usage_error(error);
+  if (!left.empty() && left.front() == "--") left.erase(left.begin());
+  opts.command = std::move(left);
 
   if (opts.show_help) {
     result.action = ParseResult::Action::help;
@@ -205,16 +203,19 @@ std::string usage_text() {
       "Starts N ranks of COMMAND on this machine and forwards their output.\n"
       "\n"
       "options:\n";
-  for (const auto& spec : kOptions) {
+  Options unused;
+  CLI::App app;
+  define_options(app, unused, [] { return std::string(); });
+  for (const CLI::Option* opt : app.get_options()) {
     std::string left = "  ";
-    left += spec.short_name ? std::string{'-', spec.short_name, ','} + " " : std::string("    ");
-    left += "--" + std::string(spec.long_name);
-    if (!spec.value_name.empty()) left += " " + std::string(spec.value_name);
+    left += opt->get_snames().empty() ? std::string("    ") : "-" + opt->get_snames()[0] + ", ";
+    left += "--" + opt->get_lnames()[0];
+    if (!opt->get_option_text().empty()) left += " " + opt->get_option_text();
     if (left.size() < 24) left.resize(24, ' ');
     else left += "  ";
     // Help wraps at 80 columns, continuation lines under the first.
     std::string line = left;
-    std::string_view help = spec.help;
+    std::string_view help = opt->get_description();
     bool first_word = true;
     while (!help.empty()) {
       size_t sp = help.find(' ');

@@ -1,5 +1,7 @@
 #include "options.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -123,36 +125,64 @@ const std::vector<Flag>& flags() {
   return table;
 }
 
+// How a message names an argument CLI11 did not take: "--name" without "=value"; anything
+// else is not an option of ours ("-x", "stray").
+std::string not_ours(const std::string& arg) {
+  if (arg.starts_with("--")) return "unknown option '" + arg.substr(0, arg.find('=')) + "'";
+  return "unexpected argument '" + arg + "'";
+}
+
 }  // namespace
 
 Options parse_options(int argc, const char* const* argv) {
   Options o;
-  for (int a = 1; a < argc; ++a) {
-    std::string_view arg = argv[a];
-    if (arg == "-h") arg = "--help";
-    if (!arg.starts_with("--")) throw TrainError("unexpected argument '" + std::string(arg) + "'");
-    std::string_view name = arg.substr(2);
-    std::string value;
-    bool inline_value = false;
-    if (auto eq = name.find('='); eq != std::string_view::npos) {
-      value = std::string(name.substr(eq + 1));
-      name = name.substr(0, eq);
-      inline_value = true;
+  std::vector<std::string> rest;  // reversed, as CLI11 consumes it (from the back)
+  for (int a = argc - 1; a >= 1; --a) rest.emplace_back(argv[a]);
+  const size_t given = rest.size();
+  // The last argument CLI11 consumed.
+  auto current = [&] { return std::string(argv[given - rest.size()]); };
+
+  // CLI11 splits the line (--name value, --name=value); each value is checked as it is
+  // parsed (TrainError), and what CLI11 does not know is kept in remaining().
+  CLI::App app;
+  app.set_help_flag();
+  app.allow_extras();
+  for (const Flag& f : flags()) {
+    const std::string names = (f.name == "help" ? "-h,--" : "--") + std::string(f.name);
+    if (f.value.empty()) {
+      // A flag stands alone: not "-hx", not "--help=".
+      auto checked = [&o, &f, &current, names] {
+        const std::string arg = current();
+        if (arg.find('=') != std::string::npos)
+          throw TrainError("option '" + arg.substr(0, arg.find('=')) + "' takes no value");
+        if (("," + names + ",").find("," + arg + ",") == std::string::npos) throw TrainError(not_ours(arg));
+        f.apply(o, "");
+      };
+      app.add_flag_callback(names, checked)->disable_flag_override()->trigger_on_parse();
+    } else {
+      app.add_option_function<std::string>(names, [&o, &f](const std::string& v) { f.apply(o, v); })
+          ->trigger_on_parse();
     }
-    const Flag* f = nullptr;
-    for (const auto& cand : flags())
-      if (cand.name == name) f = &cand;
-    if (!f) throw TrainError("unknown option '--" + std::string(name) + "'");
-    if (!f->value.empty() && !inline_value) {
-      if (a + 1 >= argc)
-        throw TrainError("option '--" + std::string(name) + "' needs a value (" +
-                         std::string(f->value) + ")");
-      value = argv[++a];
-    } else if (f->value.empty() && inline_value) {
-      throw TrainError("option '--" + std::string(name) + "' takes no value");
-    }
-    f->apply(o, value);
   }
+  std::string error;
+  try {
+    app.parse(rest);
+  } catch (const TrainError& e) {
+    error = e.what();
+  } catch (const CLI::ArgumentMismatch&) {
+    // A flag given a value, or a value missing at the end of the line.
+    const std::string arg = current();
+    const std::string name = arg.substr(0, arg.find('='));
+    error = "option '" + name + "' takes no value";
+    for (const Flag& f : flags())
+      if ("--" + std::string(f.name) == name && !f.value.empty())
+        error = "option '" + name + "' needs a value (" + std::string(f.value) + ")";
+  } catch (const CLI::ParseError& e) {
+    error = e.what();
+  }
+  // What CLI11 did not know came before anything reported above.
+  if (const std::vector<std::string> left = app.remaining(); !left.empty()) throw TrainError(not_ours(left.front()));
+  if (!error.empty()) throw TrainError(error);
   return o;
 }
 

@@ -7,22 +7,21 @@
 #include <string>
 
 #include "collective.hpp"
-#include "dtype.hpp"
 
 namespace perf {
 
 // One collective call with nccl semantics: every rank passes the same coll/count/type/op/
-// root. `count` is the call's count argument (Layout::param_count): elements per rank for
+// root. `count` is the call's count argument (call_count): elements per rank for
 // reduce_scatter (recvcount), all_gather (sendcount) and all_to_all (per peer). In place,
 // send and recv are the pointers nccl-tests passes: all_gather send == recv + rank*count,
 // reduce_scatter recv == send + rank*count, otherwise send == recv.
 struct CollCall {
-  Coll coll = Coll::all_reduce;
+  Coll coll = Collective::all_reduce;
   const void* send = nullptr;
   void* recv = nullptr;
   size_t count = 0;
-  DType type = DType::float32;
-  RedOp op = RedOp::sum;  // reductions only
+  DataType type = DataType::float32;
+  ReduceOp op = ReduceOp::sum;  // reductions only
   int root = -1;          // broadcast / reduce only
   bool in_place = false;
 };
@@ -38,7 +37,7 @@ class Backend {
   virtual int size() const = 0;
 
   // False for combinations the library cannot run; such rows are skipped with a note.
-  virtual bool supports(Coll, DType, RedOp) const { return true; }
+  virtual bool supports(const Coll&, DataType, ReduceOp) const { return true; }
 
   // Runs one operation and returns when it is complete on this rank.
   virtual void run(const CollCall& call) = 0;

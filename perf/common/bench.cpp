@@ -33,12 +33,13 @@ struct Context {
 
 struct Case {
   Coll coll;
-  DType type;
-  RedOp op;
+  DataType type;
+  ReduceOp op;
   int root;
 };
 
-CheckSpec spec_for(const Context& cx, const Case& c, const Layout& l, bool in_place) {
+// `count`: the call's count (call_count).
+CheckSpec spec_for(const Context& cx, const Case& c, size_t count, bool in_place) {
   CheckSpec s;
   s.coll = c.coll;
   s.type = c.type;
@@ -46,14 +47,14 @@ CheckSpec spec_for(const Context& cx, const Case& c, const Layout& l, bool in_pl
   s.root = c.root;
   s.rank = cx.b.rank();
   s.nranks = cx.b.size();
-  s.layout = l;
+  s.count = count;
   s.in_place = in_place;
   return s;
 }
 
 // One operation; `iter` selects the buffer offset (0 for untimed and check runs).
 void start(Context& cx, const CheckSpec& s, int iter) {
-  const size_t total = s.layout.bytes(size_of(s.type));
+  const size_t total = row_bytes(s.coll, s.count, s.nranks, size_of(s.type));
   const size_t steps = total ? static_cast<size_t>(cx.max_bytes / total) : 1;
   const size_t shift = steps ? total * (static_cast<size_t>(iter) % steps) : 0;
   const CallBuffers p = call_buffers(s, cx.send.data() + shift, cx.recv.data() + shift);
@@ -61,7 +62,7 @@ void start(Context& cx, const CheckSpec& s, int iter) {
   call.coll = s.coll;
   call.send = p.send;
   call.recv = p.recv;
-  call.count = s.layout.param_count;
+  call.count = s.count;
   call.type = s.type;
   call.op = s.op;
   call.root = s.root;
@@ -80,8 +81,8 @@ double combine_time(Context& cx, double seconds) {
   return seconds;
 }
 
-SideResult bench_time(Context& cx, const Case& c, const Layout& l, bool in_place) {
-  CheckSpec s = spec_for(cx, c, l, in_place);
+SideResult bench_time(Context& cx, const Case& c, size_t count, bool in_place) {
+  CheckSpec s = spec_for(cx, c, count, in_place);
   if (cx.o.check) prepare_input(s, cx.send.data(), cx.recv.data());
   start(cx, s, 0);
   cx.b.barrier();
@@ -93,7 +94,7 @@ SideResult bench_time(Context& cx, const Case& c, const Layout& l, bool in_place
 
   SideResult r;
   r.time_us = seconds * 1.0e6;
-  const Bandwidth bw = bandwidth(c.coll, l.bytes(size_of(c.type)), seconds, cx.b.size());
+  const Bandwidth bw = bandwidth(c.coll, row_bytes(c.coll, count, cx.b.size(), size_of(c.type)), seconds, cx.b.size());
   r.algbw = bw.algbw;
   r.busbw = bw.busbw;
   cx.b.barrier();
@@ -115,8 +116,7 @@ SideResult bench_time(Context& cx, const Case& c, const Layout& l, bool in_place
 }
 
 void warmup(Context& cx, const Case& c, uint64_t bytes) {
-  const Layout l = layout_for(c.coll, bytes / size_of(c.type), cx.b.size());
-  const CheckSpec s = spec_for(cx, c, l, false);
+  const CheckSpec s = spec_for(cx, c, call_count(c.coll, bytes / size_of(c.type), cx.b.size()), false);
   for (int iter = 0; iter < cx.o.warmup_iters; ++iter) start(cx, s, iter);
 }
 
@@ -125,19 +125,19 @@ void time_test(Context& cx, const Case& c, const std::vector<uint64_t>& sizes, R
   warmup(cx, c, cx.o.max_bytes);
   warmup(cx, c, cx.o.min_bytes);
   for (uint64_t size : sizes) {
-    const Layout l = layout_for(c.coll, size / size_of(c.type), cx.b.size());
+    const size_t count = call_count(c.coll, size / size_of(c.type), cx.b.size());
     RowRecord row;
     row.collective = name(c.coll);
     row.ranks = cx.b.size();
-    row.key.bytes = l.bytes(size_of(c.type));
-    row.key.count = l.param_count;
+    row.key.bytes = row_bytes(c.coll, count, cx.b.size(), size_of(c.type));
+    row.key.count = count;
     row.key.type = name(c.type);
     row.key.op = has_op(c.coll) ? name(c.op) : "none";
     row.key.root = c.root;
     if (cx.printer()) cx.out << row_key(row.key) << std::flush;
-    row.out_of_place = bench_time(cx, c, l, false);
+    row.out_of_place = bench_time(cx, c, count, false);
     if (cx.printer()) cx.out << row_side(row.out_of_place) << std::flush;
-    if (cx.o.in_place) row.in_place = bench_time(cx, c, l, true);
+    if (cx.o.in_place) row.in_place = bench_time(cx, c, count, true);
     else row.in_place.skipped = true;
     if (cx.printer()) cx.out << row_side(row.in_place) << std::endl;
     summary.rows.push_back(std::move(row));
@@ -185,8 +185,8 @@ int run_benchmark(Backend& backend, const Options& o, RunSummary& summary, std::
     out << std::flush;
   }
 
-  const std::vector<RedOp> no_op = {RedOp::sum};
-  const std::vector<RedOp>& ops = has_op(o.coll) ? o.ops : no_op;
+  const std::vector<ReduceOp> no_op = {ReduceOp::sum};
+  const std::vector<ReduceOp>& ops = has_op(o.coll) ? o.ops : no_op;
   std::vector<int> roots = {-1};
   if (has_root(o.coll)) {
     roots.clear();
@@ -197,8 +197,8 @@ int run_benchmark(Backend& backend, const Options& o, RunSummary& summary, std::
     }
   }
 
-  for (DType t : o.types) {
-    for (RedOp op : ops) {
+  for (DataType t : o.types) {
+    for (ReduceOp op : ops) {
       for (int root : roots) {
         const Case c{o.coll, t, op, root};
         if (!backend.supports(c.coll, c.type, c.op)) {

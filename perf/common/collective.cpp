@@ -1,104 +1,90 @@
 #include "collective.hpp"
 
-#include <array>
 #include <string>
-#include <utility>
 
 namespace perf {
 
-const char* name(Coll c) {
-  switch (c) {
-    case Coll::all_reduce: return "all_reduce";
-    case Coll::reduce_scatter: return "reduce_scatter";
-    case Coll::all_gather: return "all_gather";
-    case Coll::broadcast: return "broadcast";
-    case Coll::reduce: return "reduce";
-    case Coll::all_to_all: return "all_to_all";
-    case Coll::sendrecv: return "sendrecv";
-    case Coll::pipeline: return "pipeline";
-  }
-  return "?";
+namespace {
+
+// The library's collectives that take a count and buffers (not barrier, send, recv).
+constexpr Collective kTimed[] = {Collective::all_reduce, Collective::reduce_scatter, Collective::all_gather,
+                                 Collective::broadcast,  Collective::reduce,         Collective::all_to_all};
+
+}  // namespace
+
+const std::vector<Coll>& all_colls() {
+  static const std::vector<Coll> v = [] {
+    std::vector<Coll> out(std::begin(kTimed), std::end(kTimed));
+    out.push_back(P2p::sendrecv);
+    out.push_back(P2p::pipeline);
+    return out;
+  }();
+  return v;
+}
+
+const char* name(P2p p) { return p == P2p::sendrecv ? "sendrecv" : "pipeline"; }
+
+const char* name(const Coll& c) {
+  return std::visit([](auto x) { return name(x); }, c);
 }
 
 std::optional<Coll> parse_coll(std::string_view s) {
   constexpr std::string_view suffix = "_perf";
-  if (s.size() > suffix.size() && s.substr(s.size() - suffix.size()) == suffix)
-    s.remove_suffix(suffix.size());
-  static const std::array<std::pair<std::string_view, Coll>, 10> names = {{
-      {"all_reduce", Coll::all_reduce},
-      {"reduce_scatter", Coll::reduce_scatter},
-      {"all_gather", Coll::all_gather},
-      {"broadcast", Coll::broadcast},
-      {"reduce", Coll::reduce},
-      {"all_to_all", Coll::all_to_all},
-      {"alltoall", Coll::all_to_all},
-      {"sendrecv", Coll::sendrecv},
-      {"send_recv", Coll::sendrecv},
-      {"pipeline", Coll::pipeline},
-  }};
-  for (const auto& [n, c] : names)
-    if (n == s) return c;
+  if (s.size() > suffix.size() && s.ends_with(suffix)) s.remove_suffix(suffix.size());
+  // nccl-tests' spellings of two of them.
+  if (s == "alltoall") return Collective::all_to_all;
+  if (s == "send_recv") return P2p::sendrecv;
+  for (const Coll& c : all_colls())
+    if (s == name(c)) return c;
   return std::nullopt;
 }
 
-bool has_op(Coll c) {
-  return c == Coll::all_reduce || c == Coll::reduce_scatter || c == Coll::reduce;
+bool has_op(const Coll& c) {
+  const Collective* k = std::get_if<Collective>(&c);
+  return k && strata::info(*k).has_op;
 }
 
-bool has_root(Coll c) { return c == Coll::broadcast || c == Coll::reduce; }
-
-bool checks_in_place(Coll c) {
-  return c != Coll::all_to_all && c != Coll::sendrecv && c != Coll::pipeline;
+bool has_root(const Coll& c) {
+  const Collective* k = std::get_if<Collective>(&c);
+  return k && strata::info(*k).has_root;
 }
 
-Layout layout_for(Coll c, size_t count, int nranks) {
-  const size_t n = nranks > 0 ? static_cast<size_t>(nranks) : 1;
-  const size_t per_rank = count / n;
-  Layout l;
-  switch (c) {
-    case Coll::all_reduce:
-    case Coll::broadcast:
-    case Coll::reduce:
-    case Coll::sendrecv:
-    case Coll::pipeline:
-      l.send_count = l.recv_count = l.param_count = count;
-      break;
-    case Coll::reduce_scatter:
-      l.send_count = per_rank * n;
-      l.recv_count = per_rank;
-      l.param_count = per_rank;
-      l.recv_inplace_off = per_rank;
-      break;
-    case Coll::all_gather:
-      l.send_count = per_rank;
-      l.recv_count = per_rank * n;
-      l.param_count = per_rank;
-      l.send_inplace_off = per_rank;
-      break;
-    case Coll::all_to_all:
-      l.send_count = l.recv_count = per_rank * n;
-      l.param_count = per_rank;
-      break;
-  }
-  return l;
+bool checks_in_place(const Coll& c) {
+  return c != Coll(Collective::all_to_all) && !std::holds_alternative<P2p>(c);
 }
 
-double busbw_factor(Coll c, int nranks) {
+size_t call_count(const Coll& c, size_t elements, int nranks) {
+  const Collective* k = std::get_if<Collective>(&c);
+  return k ? elements / strata::blocks_per_buffer(*k, nranks) : elements;
+}
+
+strata::Geometry buffers(const Coll& c, size_t count, int nranks, int rank) {
+  if (const Collective* k = std::get_if<Collective>(&c)) return strata::geometry(*k, count, nranks, rank, rank);
+  strata::Geometry g;
+  g.send_count = g.recv_count = count;
+  g.in_place = strata::InPlace::same;
+  return g;
+}
+
+size_t row_bytes(const Coll& c, size_t count, int nranks, size_t elem_size) {
+  const Collective* k = std::get_if<Collective>(&c);
+  return count * (k ? strata::blocks_per_buffer(*k, nranks) : 1) * elem_size;
+}
+
+double busbw_factor(const Coll& c, int nranks) {
   const double n = nranks > 0 ? nranks : 1;
-  switch (c) {
-    case Coll::all_reduce: return 2.0 * (n - 1) / n;
-    case Coll::reduce_scatter:
-    case Coll::all_gather:
-    case Coll::all_to_all: return (n - 1) / n;
-    case Coll::broadcast:
-    case Coll::reduce:
-    case Coll::sendrecv:
-    case Coll::pipeline: return 1.0;
+  const Collective* k = std::get_if<Collective>(&c);
+  if (!k) return 1.0;  // the patterns
+  switch (*k) {
+    case Collective::all_reduce: return 2.0 * (n - 1) / n;
+    case Collective::reduce_scatter:
+    case Collective::all_gather:
+    case Collective::all_to_all: return (n - 1) / n;
+    default: return 1.0;  // broadcast, reduce
   }
-  return 1.0;
 }
 
-Bandwidth bandwidth(Coll c, size_t bytes, double seconds, int nranks) {
+Bandwidth bandwidth(const Coll& c, size_t bytes, double seconds, int nranks) {
   Bandwidth b;
   if (seconds <= 0) return b;
   b.algbw = static_cast<double>(bytes) / 1.0e9 / seconds;

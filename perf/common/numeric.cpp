@@ -87,49 +87,49 @@ uint16_t float_to_bf16(float f) {
 
 float bf16_to_float(uint16_t b) { return float_of(static_cast<uint32_t>(b) << 16); }
 
-void store(DType t, void* buf, size_t i, double v) {
+void store(DataType t, void* buf, size_t i, double v) {
   switch (t) {
-    case DType::int8: put(buf, i, wrap_signed<int8_t>(v)); return;
-    case DType::uint8: put(buf, i, wrap_unsigned<uint8_t>(v)); return;
-    case DType::int32: put(buf, i, wrap_signed<int32_t>(v)); return;
-    case DType::uint32: put(buf, i, wrap_unsigned<uint32_t>(v)); return;
-    case DType::int64: put(buf, i, wrap_signed<int64_t>(v)); return;
-    case DType::uint64: put(buf, i, wrap_unsigned<uint64_t>(v)); return;
-    case DType::half: put(buf, i, float_to_half(static_cast<float>(v))); return;
-    case DType::bfloat16: put(buf, i, float_to_bf16(static_cast<float>(v))); return;
-    case DType::float32: put(buf, i, static_cast<float>(v)); return;
-    case DType::float64: put(buf, i, v); return;
+    case DataType::int8: put(buf, i, wrap_signed<int8_t>(v)); return;
+    case DataType::uint8: put(buf, i, wrap_unsigned<uint8_t>(v)); return;
+    case DataType::int32: put(buf, i, wrap_signed<int32_t>(v)); return;
+    case DataType::uint32: put(buf, i, wrap_unsigned<uint32_t>(v)); return;
+    case DataType::int64: put(buf, i, wrap_signed<int64_t>(v)); return;
+    case DataType::uint64: put(buf, i, wrap_unsigned<uint64_t>(v)); return;
+    case DataType::float16: put(buf, i, float_to_half(static_cast<float>(v))); return;
+    case DataType::bfloat16: put(buf, i, float_to_bf16(static_cast<float>(v))); return;
+    case DataType::float32: put(buf, i, static_cast<float>(v)); return;
+    case DataType::float64: put(buf, i, v); return;
   }
 }
 
-double load(DType t, const void* buf, size_t i) {
+double load(DataType t, const void* buf, size_t i) {
   switch (t) {
-    case DType::int8: return get<int8_t>(buf, i);
-    case DType::uint8: return get<uint8_t>(buf, i);
-    case DType::int32: return get<int32_t>(buf, i);
-    case DType::uint32: return get<uint32_t>(buf, i);
-    case DType::int64: return static_cast<double>(get<int64_t>(buf, i));
-    case DType::uint64: return static_cast<double>(get<uint64_t>(buf, i));
-    case DType::half: return half_to_float(get<uint16_t>(buf, i));
-    case DType::bfloat16: return bf16_to_float(get<uint16_t>(buf, i));
-    case DType::float32: return get<float>(buf, i);
-    case DType::float64: return get<double>(buf, i);
+    case DataType::int8: return get<int8_t>(buf, i);
+    case DataType::uint8: return get<uint8_t>(buf, i);
+    case DataType::int32: return get<int32_t>(buf, i);
+    case DataType::uint32: return get<uint32_t>(buf, i);
+    case DataType::int64: return static_cast<double>(get<int64_t>(buf, i));
+    case DataType::uint64: return static_cast<double>(get<uint64_t>(buf, i));
+    case DataType::float16: return half_to_float(get<uint16_t>(buf, i));
+    case DataType::bfloat16: return bf16_to_float(get<uint16_t>(buf, i));
+    case DataType::float32: return get<float>(buf, i);
+    case DataType::float64: return get<double>(buf, i);
   }
   return 0;
 }
 
-double round_to(DType t, double v) {
+double round_to(DataType t, double v) {
   unsigned char tmp[8];
   store(t, tmp, 0, v);
   return load(t, tmp, 0);
 }
 
-double epsilon(DType t) {
+double epsilon(DataType t) {
   switch (t) {
-    case DType::half: return std::ldexp(1.0, -11);
-    case DType::bfloat16: return std::ldexp(1.0, -8);
-    case DType::float32: return std::ldexp(1.0, -24);
-    case DType::float64: return std::ldexp(1.0, -53);
+    case DataType::float16: return std::ldexp(1.0, -11);
+    case DataType::bfloat16: return std::ldexp(1.0, -8);
+    case DataType::float32: return std::ldexp(1.0, -24);
+    case DataType::float64: return std::ldexp(1.0, -53);
     default: return 0;
   }
 }

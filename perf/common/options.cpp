@@ -1,19 +1,33 @@
 #include "options.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <functional>
-#include <map>
 
 namespace perf {
 
 namespace {
 
-// Every collective's name, from the enum, so the messages below never miss one.
+// Thrown from a flag's callback to stop the parse: a bad value (its message), or -h.
+struct BadValue {
+  std::string message;
+};
+struct HelpRequested {};
+
+// "a b c" from a table of names, for the messages.
+template <class Names>
+std::string listed(const Names& names) {
+  std::string out;
+  for (const char* n : names) out += (out.empty() ? "" : " ") + std::string(n);
+  return out;
+}
+
+// Every collective's name, from the list, so the messages below never miss one.
 std::string coll_names(const char* sep) {
   std::string out;
-  for (int c = 0; c < kNumColls; ++c) out += (c ? sep : "") + std::string(name(static_cast<Coll>(c)));
+  for (const Coll& c : all_colls()) out += (out.empty() ? "" : sep) + std::string(name(c));
   return out;
 }
 
@@ -33,7 +47,7 @@ struct Flag {
   const char* long_name;
 };
 
-// Every flag takes a value except -h.
+// nccl-tests' flags; every one takes a value (-h is added apart).
 const std::vector<Flag>& flags() {
   static const std::vector<Flag> v = {
       {'b', "minbytes"}, {'e', "maxbytes"}, {'i', "stepbytes"},    {'f', "stepfactor"},
@@ -44,18 +58,6 @@ const std::vector<Flag>& flags() {
       {'I', "in_place"},
   };
   return v;
-}
-
-const Flag* find_short(char c) {
-  for (const Flag& f : flags())
-    if (f.short_name == c) return &f;
-  return nullptr;
-}
-
-const Flag* find_long(std::string_view name) {
-  for (const Flag& f : flags())
-    if (name == f.long_name) return &f;
-  return nullptr;
 }
 
 std::string apply(Options& o, char flag, const std::string& value) {
@@ -90,20 +92,26 @@ std::string apply(Options& o, char flag, const std::string& value) {
       return {};
     case 'd':
       if (value == "all") {
-        o.types = all_dtypes();
-      } else if (auto t = parse_dtype(value)) {
+        o.types = all_datatypes();
+      } else if (auto t = strata::parse_datatype(value)) {
         o.types = {*t};
       } else {
-        return bad("expected int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double or all");
+        static const std::string expected = [] {
+          std::vector<const char*> names;
+          for (const strata::DataTypeInfo& t : strata::kDataTypes) names.push_back(t.name);
+          return "expected " + listed(names) + " or all";
+        }();
+        return bad(expected.c_str());
       }
       return {};
     case 'o':
       if (value == "all") {
-        o.ops = all_redops();
-      } else if (auto op = parse_redop(value)) {
+        o.ops = all_reduce_ops();
+      } else if (auto op = strata::parse_reduce_op(value)) {
         o.ops = {*op};
       } else {
-        return bad("expected sum prod max min avg or all");
+        static const std::string expected = "expected " + listed(strata::kReduceOpNames) + " or all";
+        return bad(expected.c_str());
       }
       return {};
     case 'r':
@@ -152,6 +160,22 @@ std::string apply(Options& o, char flag, const std::string& value) {
 
 }  // namespace
 
+const std::vector<DataType>& all_datatypes() {
+  static const std::vector<DataType> v = {DataType::int8,    DataType::uint8,   DataType::int32,   DataType::uint32,
+                                          DataType::int64,   DataType::uint64,  DataType::float16, DataType::float32,
+                                          DataType::float64, DataType::bfloat16};
+  return v;
+}
+
+const std::vector<ReduceOp>& all_reduce_ops() {
+  static const std::vector<ReduceOp> v = [] {
+    std::vector<ReduceOp> out;
+    for (int i = 0; i < strata::kNumReduceOps; ++i) out.push_back(static_cast<ReduceOp>(i));
+    return out;
+  }();
+  return v;
+}
+
 std::optional<uint64_t> parse_size(std::string_view s) {
   if (s.empty()) return std::nullopt;
   std::string str(s);
@@ -179,23 +203,22 @@ std::optional<uint64_t> parse_size(std::string_view s) {
   return static_cast<uint64_t>(bytes);
 }
 
-ParseResult parse_options(const std::vector<std::string>& args, std::optional<Coll> default_coll) {
+ParseResult parse_options(const std::vector<std::string>& args) {
   ParseResult r;
   Options& o = r.options;
-  size_t i = 1;
-  if (i < args.size() && !args[i].empty() && args[i][0] != '-') {
-    auto c = parse_coll(args[i]);
+  // The collective is the first word: nccl-tests has one binary per collective.
+  size_t first = 1;
+  if (first < args.size() && !args[first].empty() && args[first][0] != '-') {
+    auto c = parse_coll(args[first]);
     if (!c) {
-      r.error = "unknown collective '" + args[i] + "' (expected " + coll_names(", ") + ")";
+      r.error = "unknown collective '" + args[first] + "' (expected " + coll_names(", ") + ")";
       return r;
     }
     o.coll = *c;
-    ++i;
-  } else if (default_coll) {
-    o.coll = *default_coll;
+    ++first;
   } else {
     bool wants_help = false;
-    for (size_t j = 1; j < args.size(); ++j) wants_help |= args[j] == "-h" || args[j] == "--help";
+    for (size_t j = first; j < args.size(); ++j) wants_help |= args[j] == "-h" || args[j] == "--help";
     if (wants_help) {
       o.help = true;
       return r;
@@ -204,52 +227,48 @@ ParseResult parse_options(const std::vector<std::string>& args, std::optional<Co
     return r;
   }
 
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "-h" || a == "--help") {
-      o.help = true;
-      return r;
-    }
-    const Flag* f = nullptr;
-    std::string value;
-    bool have_value = false;
-    if (a.size() > 2 && a[0] == '-' && a[1] == '-') {
-      std::string name = a.substr(2);
-      const size_t eq = name.find('=');
-      if (eq != std::string::npos) {
-        value = name.substr(eq + 1);
-        name = name.substr(0, eq);
-        have_value = true;
-      }
-      f = find_long(name);
-      if (!f) {
-        r.error = "unknown option '" + a + "'";
-        return r;
-      }
-    } else if (a.size() >= 2 && a[0] == '-') {
-      f = find_short(a[1]);
-      if (!f) {
-        r.error = "unknown option '" + a + "'";
-        return r;
-      }
-      if (a.size() > 2) {
-        value = a.substr(2);
-        have_value = true;
-      }
-    } else {
-      r.error = "unexpected argument '" + a + "'";
-      return r;
-    }
-    if (!have_value) {
-      if (i + 1 >= args.size()) {
-        r.error = std::string("option -") + f->short_name + "/--" + f->long_name + " needs a value";
-        return r;
-      }
-      value = args[++i];
-    }
-    r.error = apply(o, f->short_name, value);
-    if (!r.error.empty()) return r;
+  // CLI11 splits the flags (-b 8, -b8, --minbytes 8, --minbytes=8) and keeps what it does
+  // not know in remaining(); each value is checked as it is parsed, so the first problem
+  // on the line is the one reported, in our words.
+  CLI::App app;
+  app.set_help_flag();
+  app.allow_extras();
+  app.add_flag_callback("-h,--help", [] { throw HelpRequested{}; })->trigger_on_parse()->disable_flag_override();
+  for (const Flag& f : flags()) {
+    const std::string names = std::string("-") + f.short_name + ",--" + f.long_name;
+    app.add_option_function<std::string>(names, [&o, flag = f.short_name](const std::string& value) {
+         if (std::string error = apply(o, flag, value); !error.empty()) throw BadValue{error};
+       })->trigger_on_parse();
   }
+  std::vector<std::string> rest(args.rbegin(), args.rend() - static_cast<std::ptrdiff_t>(first));
+  const size_t given = rest.size();
+  // The argument CLI11 was at when it stopped: the last one it consumed from `rest`.
+  auto current = [&]() -> const std::string& { return args[first + given - rest.size() - 1]; };
+  try {
+    app.parse(rest);  // consumes the reversed `rest` from its back
+  } catch (const HelpRequested&) {
+    o.help = current() == "-h" || current() == "--help";  // not -hx: flags do not bundle
+    if (!o.help) r.error = "unknown option '" + current() + "'";
+  } catch (const BadValue& e) {
+    r.error = e.message;
+  } catch (const CLI::ArgumentMismatch&) {
+    // A flag given a value (--help=1), or a value missing at the end of the line.
+    const std::string& a = current();
+    const CLI::Option* opt = app.get_option_no_throw(a.substr(0, a.find('=')));
+    if (opt && opt->get_expected_max() > 0)
+      r.error = "option -" + opt->get_snames()[0] + "/--" + opt->get_lnames()[0] + " needs a value";
+    else
+      r.error = "unknown option '" + a + "'";
+  } catch (const CLI::ParseError& e) {
+    r.error = e.what();
+  }
+  // What CLI11 did not know came before anything reported above.
+  if (const std::vector<std::string> unknown = app.remaining(); !unknown.empty()) {
+    const std::string& a = unknown.front();
+    r.error = (a.size() >= 2 && a[0] == '-' ? "unknown option '" : "unexpected argument '") + a + "'";
+    o.help = false;
+  }
+  if (!r.error.empty() || o.help) return r;
 
   if (o.min_bytes > o.max_bytes) {
     r.error = "invalid sizes for 'minbytes' and 'maxbytes': " + std::to_string(o.min_bytes) + " > " +

@@ -10,15 +10,18 @@
 #include <vector>
 
 #include "collective.hpp"
-#include "dtype.hpp"
 
 namespace perf {
+
+// What `-d all` and `-o all` run, in nccl-tests' order.
+const std::vector<DataType>& all_datatypes();
+const std::vector<ReduceOp>& all_reduce_ops();
 
 // How per-rank times are combined (-a): nccl-tests' 0=rank 0, 1=avg, 2=min, 3=max.
 enum class Average { rank0 = 0, avg = 1, min = 2, max = 3 };
 
 struct Options {
-  Coll coll = Coll::all_reduce;
+  Coll coll = Collective::all_reduce;
   uint64_t min_bytes = 32ull << 20;
   uint64_t max_bytes = 32ull << 20;
   uint64_t step_bytes = 1ull << 20;
@@ -26,8 +29,8 @@ struct Options {
   int iters = 20;
   int warmup_iters = 5;
   int check = 1;             // number of validation runs per row (0: no #wrong column values)
-  std::vector<DType> types{DType::float32};  // several with `-d all`
-  std::vector<RedOp> ops{RedOp::sum};        // several with `-o all`
+  std::vector<DataType> types{DataType::float32};  // several with `-d all`
+  std::vector<ReduceOp> ops{ReduceOp::sum};        // several with `-o all`
   int root = 0;              // -1: every root in turn
   Average average = Average::avg;
   bool blocking = false;     // -z 1: barrier after each operation
@@ -46,10 +49,8 @@ struct ParseResult {
   std::string error;  // non-empty: bad command line (exit status 2)
 };
 
-// argv[0] is the program; argv[1] the collective, unless -h/--help. `default_coll`, when
-// given, makes the collective word optional (nccl-tests-style per-collective binaries).
-ParseResult parse_options(const std::vector<std::string>& args,
-                          std::optional<Coll> default_coll = std::nullopt);
+// argv[0] is the program; argv[1] the collective, unless -h/--help.
+ParseResult parse_options(const std::vector<std::string>& args);
 
 std::string usage(const std::string& program);
 

@@ -11,36 +11,35 @@
 #include <cstdint>
 
 #include "collective.hpp"
-#include "dtype.hpp"
 
 namespace perf {
 
 struct CheckSpec {
-  Coll coll = Coll::all_reduce;
-  DType type = DType::float32;
-  RedOp op = RedOp::sum;
+  Coll coll = Collective::all_reduce;
+  DataType type = DataType::float32;
+  ReduceOp op = ReduceOp::sum;
   int root = 0;
   int rank = 0;
   int nranks = 1;
-  Layout layout;
+  size_t count = 0;  // the call's count (call_count)
   bool in_place = false;
   uint32_t seed = 0;  // shifts the index so that repeated checks use different data
 };
 
 // Input element `index` of `rank` for a reduction with `op`.
-double reduce_input(RedOp op, int rank, int nranks, size_t index);
+double reduce_input(ReduceOp op, int rank, int nranks, size_t index);
 // Input element `index` of `rank` for data-movement collectives; identifies its source.
 double move_input(int rank, size_t index);
 // The reduction of reduce_input over all ranks at `index`, before rounding into a type
 // (avg divides by nranks; integer types truncate).
-double reduced_value(RedOp op, DType t, int nranks, size_t index);
+double reduced_value(ReduceOp op, DataType t, int nranks, size_t index);
 
 struct CallBuffers {
   const void* send;
   void* recv;
 };
 // The pointers the collective is called with, nccl-tests style: out of place the two
-// buffers; in place send = recvbuf + send_inplace_off*rank, recv = recvbuf + recv_inplace_off*rank.
+// buffers; in place both inside recvbuf, where the library's in-place rule puts them.
 CallBuffers call_buffers(const CheckSpec& s, void* sendbuf, void* recvbuf);
 
 // Zeroes the receive region and writes this rank's input where the call reads it.

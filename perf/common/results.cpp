@@ -1,102 +1,81 @@
 #include "results.hpp"
 
-#include "json_writer.hpp"
+#include <nlohmann/json.hpp>
 
 namespace perf {
 
 namespace {
 
-void side(JsonWriter& w, const char* prefix, const SideResult& r) {
-  const std::string p(prefix);
-  if (r.skipped) {
-    for (const char* k : {"time_us", "algbw", "busbw", "wrong"}) {
-      w.key(p + k);
-      w.null();
-    }
-    return;
-  }
-  w.key(p + "time_us");
-  w.value(r.time_us);
-  w.key(p + "algbw");
-  w.value(r.algbw);
-  w.key(p + "busbw");
-  w.value(r.busbw);
-  w.key(p + "wrong");
-  if (r.checked)
-    w.value(static_cast<int64_t>(r.wrong));
+using Json = nlohmann::ordered_json;  // keys stay in the order they are written
+
+// One side of a row, its keys prefixed "oop_" or "ip_"; null where not run or not checked.
+void put_side(Json& row, const std::string& prefix, const SideResult& r) {
+  row[prefix + "time_us"] = r.skipped ? Json() : Json(r.time_us);
+  row[prefix + "algbw"] = r.skipped ? Json() : Json(r.algbw);
+  row[prefix + "busbw"] = r.skipped ? Json() : Json(r.busbw);
+  row[prefix + "wrong"] = r.skipped || !r.checked ? Json() : Json(r.wrong);
+}
+
+Json config(const Options& o) {
+  Json c;
+  c["minbytes"] = o.min_bytes;
+  c["maxbytes"] = o.max_bytes;
+  if (o.step_factor > 1)
+    c["stepfactor"] = o.step_factor;
   else
-    w.null();
+    c["stepbytes"] = o.step_bytes;
+  c["iters"] = o.iters;
+  c["warmup_iters"] = o.warmup_iters;
+  c["check"] = o.check;
+  c["average"] = static_cast<int>(o.average);
+  c["blocking"] = o.blocking;
+  c["in_place"] = o.in_place;
+  return c;
+}
+
+Json row(const RowRecord& r) {
+  Json j;
+  j["collective"] = r.collective;
+  j["size"] = r.key.bytes;
+  j["count"] = r.key.count;
+  j["type"] = r.key.type;
+  j["op"] = r.key.op;
+  j["root"] = r.key.root;
+  j["ranks"] = r.ranks;
+  put_side(j, "oop_", r.out_of_place);
+  put_side(j, "ip_", r.in_place);
+  return j;
 }
 
 }  // namespace
 
 std::string results_json(const RunSummary& s) {
-  const Options& o = s.options;
-  JsonWriter w;
-  w.begin_object();
-  w.key("tool");
-  w.value(s.tool);
-  w.key("version");
-  w.value(s.version);
-  w.key("backend");
-  w.value(s.backend);
-  w.key("collective");
-  w.value(s.collective);
-  w.key("ranks");
-  w.value(s.ranks);
-  w.key("config");
-  w.begin_object();
-  w.key("minbytes");
-  w.value(static_cast<uint64_t>(o.min_bytes));
-  w.key("maxbytes");
-  w.value(static_cast<uint64_t>(o.max_bytes));
-  w.key(o.step_factor > 1 ? "stepfactor" : "stepbytes");
-  w.value(static_cast<uint64_t>(o.step_factor > 1 ? o.step_factor : o.step_bytes));
-  w.key("iters");
-  w.value(o.iters);
-  w.key("warmup_iters");
-  w.value(o.warmup_iters);
-  w.key("check");
-  w.value(o.check);
-  w.key("average");
-  w.value(static_cast<int>(o.average));
-  w.key("blocking");
-  w.value(o.blocking);
-  w.key("in_place");
-  w.value(o.in_place);
-  w.end_object();
-  w.key("results");
-  w.begin_array();
-  for (const RowRecord& r : s.rows) {
-    w.newline();
-    w.begin_object();
-    w.key("collective");
-    w.value(r.collective);
-    w.key("size");
-    w.value(static_cast<uint64_t>(r.key.bytes));
-    w.key("count");
-    w.value(static_cast<uint64_t>(r.key.count));
-    w.key("type");
-    w.value(r.key.type);
-    w.key("op");
-    w.value(r.key.op);
-    w.key("root");
-    w.value(r.key.root);
-    w.key("ranks");
-    w.value(r.ranks);
-    side(w, "oop_", r.out_of_place);
-    side(w, "ip_", r.in_place);
-    w.end_object();
+  Json doc;
+  doc["tool"] = s.tool;
+  doc["version"] = s.version;
+  doc["backend"] = s.backend;
+  doc["collective"] = s.collective;
+  doc["ranks"] = s.ranks;
+  doc["config"] = config(s.options);
+  doc["results"] = Json::array();
+  for (const RowRecord& r : s.rows) doc["results"].push_back(row(r));
+  doc["out_of_bounds"] = s.error_count;
+  doc["avg_busbw"] = s.avg_busbw;
+
+  // Compact, with one result a line, so that the file reads and diffs by row.
+  std::string text = "{";
+  for (const auto& [key, value] : doc.items()) {
+    if (text.size() > 1) text += ',';
+    text += Json(key).dump() + ':';
+    if (key != "results") {
+      text += value.dump();
+      continue;
+    }
+    text += '[';
+    for (size_t i = 0; i < value.size(); ++i) text += (i ? ",\n" : "\n") + value[i].dump();
+    text += "\n]";
   }
-  w.end_array();
-  w.newline();
-  w.key("out_of_bounds");
-  w.value(s.error_count);
-  w.key("avg_busbw");
-  w.value(s.avg_busbw);
-  w.end_object();
-  w.newline();
-  return w.str();
+  return text + "}\n";
 }
 
 }  // namespace perf

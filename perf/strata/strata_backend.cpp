@@ -2,33 +2,6 @@
 
 namespace perf {
 
-strata::DataType to_strata(DType t) {
-  switch (t) {
-    case DType::int8: return strata::DataType::int8;
-    case DType::uint8: return strata::DataType::uint8;
-    case DType::int32: return strata::DataType::int32;
-    case DType::uint32: return strata::DataType::uint32;
-    case DType::int64: return strata::DataType::int64;
-    case DType::uint64: return strata::DataType::uint64;
-    case DType::half: return strata::DataType::float16;
-    case DType::bfloat16: return strata::DataType::bfloat16;
-    case DType::float32: return strata::DataType::float32;
-    case DType::float64: return strata::DataType::float64;
-  }
-  return strata::DataType::float32;
-}
-
-strata::ReduceOp to_strata(RedOp op) {
-  switch (op) {
-    case RedOp::sum: return strata::ReduceOp::sum;
-    case RedOp::prod: return strata::ReduceOp::prod;
-    case RedOp::max: return strata::ReduceOp::max;
-    case RedOp::min: return strata::ReduceOp::min;
-    case RedOp::avg: return strata::ReduceOp::avg;
-  }
-  return strata::ReduceOp::sum;
-}
-
 StrataBackend::StrataBackend(Joined joined) : joined_(std::move(joined)) {
   rank_ = joined_.comm.rank();
   size_ = joined_.comm.size();
@@ -48,40 +21,40 @@ StrataBackend::~StrataBackend() {
 
 void StrataBackend::run(const CollCall& c) {
   strata::Comm& comm = joined_.comm;
-  const strata::DataType t = to_strata(c.type);
-  switch (c.coll) {
-    case Coll::all_reduce:
-      comm.all_reduce(c.send, c.recv, c.count, t, to_strata(c.op));
+  const DataType t = c.type;
+  if (const P2p* p = std::get_if<P2p>(&c.coll)) {
+    // nccl-tests' ring shift: send to rank+1, receive from rank-1, as one group; the
+    // pipeline has no wrap-around.
+    const bool ring = *p == P2p::sendrecv;
+    comm.group_start();
+    if (ring || rank_ + 1 < size_) comm.send(c.send, c.count, t, (rank_ + 1) % size_);
+    if (ring || rank_ > 0) comm.recv(c.recv, c.count, t, (rank_ - 1 + size_) % size_);
+    comm.group_end();
+    return;
+  }
+  switch (std::get<Collective>(c.coll)) {
+    case Collective::all_reduce:
+      comm.all_reduce(c.send, c.recv, c.count, t, c.op);
       return;
-    case Coll::reduce_scatter:
-      comm.reduce_scatter(c.send, c.recv, c.count, t, to_strata(c.op));
+    case Collective::reduce_scatter:
+      comm.reduce_scatter(c.send, c.recv, c.count, t, c.op);
       return;
-    case Coll::all_gather:
+    case Collective::all_gather:
       comm.all_gather(c.send, c.recv, c.count, t);
       return;
-    case Coll::broadcast:
+    case Collective::broadcast:
       comm.broadcast(c.send, c.recv, c.count, t, c.root);
       return;
-    case Coll::reduce:
-      comm.reduce(c.send, c.recv, c.count, t, to_strata(c.op), c.root);
+    case Collective::reduce:
+      comm.reduce(c.send, c.recv, c.count, t, c.op, c.root);
       return;
-    case Coll::all_to_all:
+    case Collective::all_to_all:
       comm.all_to_all(c.send, c.recv, c.count, t);
       return;
-    case Coll::sendrecv: {
-      // nccl-tests' ring shift: send to rank+1, receive from rank-1, as one group.
-      comm.group_start();
-      comm.send(c.send, c.count, t, (rank_ + 1) % size_);
-      comm.recv(c.recv, c.count, t, (rank_ - 1 + size_) % size_);
-      comm.group_end();
-      return;
-    }
-    case Coll::pipeline:
-      comm.group_start();
-      if (rank_ + 1 < size_) comm.send(c.send, c.count, t, rank_ + 1);
-      if (rank_ > 0) comm.recv(c.recv, c.count, t, rank_ - 1);
-      comm.group_end();
-      return;
+    case Collective::barrier:
+    case Collective::send:
+    case Collective::recv:
+      break;  // not timed (all_colls)
   }
 }
 

@@ -26,7 +26,4 @@ class StrataBackend : public Backend {
   bool aborted_ = false;
 };
 
-strata::DataType to_strata(DType t);
-strata::ReduceOp to_strata(RedOp op);
-
 }  // namespace perf

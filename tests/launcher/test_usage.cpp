@@ -61,7 +61,19 @@ INSTANTIATE_TEST_SUITE_P(
                  "has room for 2 hosts, not 3"},
         BadUsage{{"--grace", "-1", "-n", "2", "true"}, "--grace needs"},
         BadUsage{{"--grace", "soon", "-n", "2", "true"}, "--grace needs"},
-        BadUsage{{"--no-prefix=yes", "-n", "2", "true"}, "takes no value"}));
+        BadUsage{{"--no-prefix=yes", "-n", "2", "true"}, "takes no value"},
+        // The exact words, and the first problem on the line wins.
+        BadUsage{{"--nranks"}, "option '--nranks' needs a value (N)"},
+        BadUsage{{"-n", "2", "--grace"}, "option '--grace' needs a value (SEC)"},
+        BadUsage{{"--no-prefix=", "-n", "2", "true"}, "option '--no-prefix' takes no value"},
+        BadUsage{{"-hx", "-n", "2", "true"}, "unknown option '-hx'"},
+        BadUsage{{"-xyz", "-n", "2", "true"}, "unknown option '-x'"},
+        BadUsage{{"--bogus=1", "-n", "2", "true"}, "unknown option '--bogus'"},
+        BadUsage{{"-1", "-n", "2", "true"}, "unknown option '-1'"},
+        BadUsage{{"--bogus", "-n", "0", "true"}, "unknown option '--bogus'"},
+        BadUsage{{"-n", "0", "--bogus", "true"}, "-n needs a whole number of ranks >= 1, got '0'"},
+        BadUsage{{"-h", "--bogus"}, "unknown option '--bogus'"},
+        BadUsage{{"-n", "1", "-n", "0", "true"}, "got '0'"}));
 
 TEST(Usage, HelpGoesToStdoutAndSucceeds) {
   for (const char* flag : {"-h", "--help"}) {
@@ -84,6 +96,20 @@ TEST(Usage, SpellingsOfOptionsWithValues) {
     EXPECT_EQ(split_lines(r.out).size(), 2u) << args[0];
     EXPECT_TRUE(contains(r.out, "] 2\n")) << args[0];
   }
+}
+
+TEST(Usage, EverythingFromTheCommandOnIsItsOwn) {
+  // Options end at the first argument that is not one, or at "--"; what follows is the
+  // command's argv, untouched (its own "--" and options included).
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"-n", "1", "--no-prefix", "/bin/echo", "--grace", "-n", "5", "--", "-h"},
+           {"-n", "1", "--no-prefix", "--", "/bin/echo", "--grace", "-n", "5", "--", "-h"}}) {
+    LaunchResult r = run_launcher(args);
+    EXPECT_EQ(r.exit_code(), 0) << r.err;
+    EXPECT_EQ(r.out, "--grace -n 5 -- -h\n");
+  }
+  LaunchResult r = run_launcher({"-n", "1", "--no-prefix", "--", "--", "x"});
+  EXPECT_EQ(r.exit_code(), 127);  // the command is "--"
 }
 
 }  // namespace

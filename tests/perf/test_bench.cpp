@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "coll_printer.hpp"
 #include "bench.hpp"
 #include "tool_main.hpp"
 
@@ -17,10 +18,12 @@ class LoopbackBackend : public Backend {
   std::string name() const override { return "loopback"; }
   int rank() const override { return 0; }
   int size() const override { return 1; }
-  bool supports(Coll c, DType t, RedOp) const override { return !(c == Coll::sendrecv && t == DType::int64); }
+  bool supports(const Coll& c, DataType t, ReduceOp) const override {
+    return !(c == Coll(P2p::sendrecv) && t == DataType::int64);
+  }
   void run(const CollCall& c) override {
     ++calls;
-    if (c.coll == Coll::pipeline) return;  // one rank is both ends of the chain: nothing moves
+    if (c.coll == Coll(P2p::pipeline)) return;  // one rank is both ends of the chain: nothing moves
     if (c.count && c.send != c.recv) std::memmove(c.recv, c.send, c.count * size_of(c.type));
     if (corrupt && c.count) static_cast<unsigned char*>(c.recv)[0] ^= 0x40;
   }
@@ -30,7 +33,7 @@ class LoopbackBackend : public Backend {
   long calls = 0;
 };
 
-Options small(Coll c) {
+Options small(const Coll& c) {
   Options o;
   o.coll = c;
   o.min_bytes = 8;
@@ -42,23 +45,22 @@ Options small(Coll c) {
 }
 
 TEST(Bench, CorrectBackendPassesEveryCollective) {
-  for (Coll c : {Coll::all_reduce, Coll::reduce_scatter, Coll::all_gather, Coll::broadcast, Coll::reduce,
-                 Coll::all_to_all, Coll::sendrecv, Coll::pipeline}) {
+  for (const Coll& c : all_colls()) {
     LoopbackBackend b;
     Options o = small(c);
-    o.types = all_dtypes();
-    o.ops = all_redops();
+    o.types = all_datatypes();
+    o.ops = all_reduce_ops();
     RunSummary s;
     std::ostringstream out;
     EXPECT_EQ(run_benchmark(b, o, s, out), 0) << name(c) << "\n" << out.str();
     EXPECT_NE(out.str().find("# Out of bounds values : 0 OK"), std::string::npos);
     EXPECT_EQ(s.error_count, 0);
-    const size_t combos = (has_op(c) ? 5 : 1) * (c == Coll::sendrecv ? 9 : 10);
+    const size_t combos = (has_op(c) ? 5 : 1) * (c == Coll(P2p::sendrecv) ? 9 : 10);
     EXPECT_EQ(s.rows.size(), combos * 5) << name(c);  // 8, 32, 128, 512, 2048 bytes
     if (busbw_factor(c, 1) > 0) {  // (n-1)/n is 0 on one rank
       EXPECT_GT(s.avg_busbw, 0.0) << name(c);
     }
-    if (c == Coll::sendrecv) {
+    if (c == Coll(P2p::sendrecv)) {
       EXPECT_NE(out.str().find("# skipped: loopback"), std::string::npos);
     }
   }
@@ -66,8 +68,8 @@ TEST(Bench, CorrectBackendPassesEveryCollective) {
 
 TEST(Bench, RowsCarryTheTableKeys) {
   LoopbackBackend b;
-  Options o = small(Coll::all_gather);
-  o.types = {DType::float64};
+  Options o = small(Collective::all_gather);
+  o.types = {DataType::float64};
   RunSummary s;
   std::ostringstream out;
   ASSERT_EQ(run_benchmark(b, o, s, out), 0);
@@ -87,7 +89,7 @@ TEST(Bench, RowsCarryTheTableKeys) {
 TEST(Bench, WrongResultsAreCountedAndFail) {
   LoopbackBackend b;
   b.corrupt = true;
-  Options o = small(Coll::all_reduce);
+  Options o = small(Collective::all_reduce);
   RunSummary s;
   std::ostringstream out;
   EXPECT_EQ(run_benchmark(b, o, s, out), 1);
@@ -102,7 +104,7 @@ TEST(Bench, WrongResultsAreCountedAndFail) {
 TEST(Bench, NoCheckMeansNA) {
   LoopbackBackend b;
   b.corrupt = true;
-  Options o = small(Coll::broadcast);
+  Options o = small(Collective::broadcast);
   o.check = 0;
   RunSummary s;
   std::ostringstream out;

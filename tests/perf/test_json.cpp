@@ -1,12 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 
-#include "json_writer.hpp"
 #include "results.hpp"
 
 namespace perf {
@@ -150,24 +150,43 @@ TEST(Json, CheckerSelfTest) {
   EXPECT_FALSE(JsonChecker("{\"a\":\"tab\there\"}").valid());
 }
 
-TEST(Json, WriterEscapesAndNests) {
-  JsonWriter w;
-  w.begin_object();
-  w.key("s");
-  w.value("quote\" back\\ nl\n ctl\x01");
-  w.key("list");
-  w.begin_array();
-  w.value(1);
-  w.value(2.5);
-  w.value(1.0 / 0.0);  // not representable: null
-  w.null();
-  w.begin_object();
-  w.end_object();
-  w.end_array();
-  w.end_object();
-  EXPECT_TRUE(JsonChecker(w.str()).valid()) << w.str();
-  EXPECT_NE(w.str().find("\\u0001"), std::string::npos);
-  EXPECT_NE(w.str().find("[1,2.5,null,null,{}]"), std::string::npos) << w.str();
+TEST(Json, StringsAreEscapedAndNonFiniteNumbersAreNull) {
+  RunSummary s = sample();
+  s.backend = "quote\" back\\ nl\n ctl\x01";
+  s.rows[0].out_of_place.time_us = 1.0 / 0.0;
+  s.avg_busbw = std::nan("");
+  const std::string text = results_json(s);
+  EXPECT_TRUE(JsonChecker(text).valid()) << text;
+  EXPECT_NE(text.find(R"("backend":"quote\" back\\ nl\n ctl\u0001")"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"oop_time_us\":null"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"avg_busbw\":null"), std::string::npos) << text;
+}
+
+TEST(Json, KeysInOrderOneResultALine) {
+  RunSummary s = sample();
+  s.options.step_factor = 4;
+  s.rows[1].in_place.skipped = true;
+  const std::string text = results_json(s);
+  size_t at = 0;
+  for (const char* key : {"\"tool\"", "\"version\"", "\"backend\"", "\"collective\"", "\"ranks\"", "\"config\"",
+                          "\"minbytes\"", "\"maxbytes\"", "\"stepfactor\"", "\"iters\"", "\"warmup_iters\"",
+                          "\"check\"", "\"average\"", "\"blocking\"", "\"in_place\"", "\"results\"",
+                          "\"collective\"", "\"size\"", "\"count\"", "\"type\"", "\"op\"", "\"root\"",
+                          "\"ranks\"", "\"oop_time_us\"", "\"oop_algbw\"", "\"oop_busbw\"", "\"oop_wrong\"",
+                          "\"ip_time_us\"", "\"ip_algbw\"", "\"ip_busbw\"", "\"ip_wrong\"", "\"out_of_bounds\"",
+                          "\"avg_busbw\""}) {
+    const size_t next = text.find(key, at);
+    ASSERT_NE(next, std::string::npos) << key << " after " << at << "\n" << text;
+    at = next;
+  }
+  EXPECT_EQ(text.find("stepbytes"), std::string::npos);
+  EXPECT_NE(text.find(R"("ip_time_us":null,"ip_algbw":null,"ip_busbw":null,"ip_wrong":null)"), std::string::npos);
+  // The header, each result, and the footer on lines of their own.
+  size_t lines = 0;
+  for (char c : text) lines += c == '\n';
+  EXPECT_EQ(lines, 4u) << text;
+  EXPECT_EQ(text.find("\n{\"collective\""), text.find("\n"));
+  EXPECT_EQ(text.back(), '\n');
 }
 
 TEST(Json, ResultsFileParses) {

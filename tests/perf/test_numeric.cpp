@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "numeric.hpp"
+#include "options.hpp"
 
 namespace perf {
 namespace {
@@ -33,16 +34,16 @@ TEST(Bfloat16, IntegersRoundTripAndRounding) {
 }
 
 TEST(Store, IntegersWrapLikeTwosComplement) {
-  EXPECT_EQ(round_to(DType::int8, 130), -126);
-  EXPECT_EQ(round_to(DType::uint8, 256 + 5), 5);
-  EXPECT_EQ(round_to(DType::uint8, -1), 255);
-  EXPECT_EQ(round_to(DType::int32, 7), 7);
-  EXPECT_EQ(round_to(DType::uint64, 12345), 12345);
-  EXPECT_EQ(round_to(DType::float32, 0.1), static_cast<double>(0.1f));
+  EXPECT_EQ(round_to(DataType::int8, 130), -126);
+  EXPECT_EQ(round_to(DataType::uint8, 256 + 5), 5);
+  EXPECT_EQ(round_to(DataType::uint8, -1), 255);
+  EXPECT_EQ(round_to(DataType::int32, 7), 7);
+  EXPECT_EQ(round_to(DataType::uint64, 12345), 12345);
+  EXPECT_EQ(round_to(DataType::float32, 0.1), static_cast<double>(0.1f));
 }
 
 TEST(Store, EveryTypeRoundTripsSmallIntegers) {
-  for (DType t : all_dtypes()) {
+  for (DataType t : all_datatypes()) {
     unsigned char buf[8 * 4];
     for (int i = 0; i < 4; ++i) store(t, buf, i, 10 + i);
     for (int i = 0; i < 4; ++i) EXPECT_EQ(load(t, buf, i), 10 + i) << name(t);

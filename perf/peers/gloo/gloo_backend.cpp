@@ -25,11 +25,11 @@ int env_int(const char* name, int fallback) {
 }
 
 template <typename T>
-const gloo::ReductionFunction<T>* reduction(RedOp op) {
+const gloo::ReductionFunction<T>* reduction(ReduceOp op) {
   switch (op) {
-    case RedOp::prod: return gloo::ReductionFunction<T>::product;
-    case RedOp::max: return gloo::ReductionFunction<T>::max;
-    case RedOp::min: return gloo::ReductionFunction<T>::min;
+    case ReduceOp::prod: return gloo::ReductionFunction<T>::product;
+    case ReduceOp::max: return gloo::ReductionFunction<T>::max;
+    case ReduceOp::min: return gloo::ReductionFunction<T>::min;
     default: return gloo::ReductionFunction<T>::sum;
   }
 }
@@ -39,20 +39,18 @@ std::unique_ptr<gloo::Algorithm> make(const std::shared_ptr<gloo::Context>& ctx,
                                       const CollCall& c) {
   T* out = static_cast<T*>(c.recv);
   int n = static_cast<int>(c.count);
-  switch (c.coll) {
-    case Coll::all_reduce: {
-      auto fn = reduction<T>(c.op);
-      if (algo == "ring") return std::make_unique<gloo::AllreduceRing<T>>(ctx, std::vector<T*>{out}, n, fn);
-      if (algo == "halving_doubling")
-        return std::make_unique<gloo::AllreduceHalvingDoubling<T>>(ctx, std::vector<T*>{out}, n, fn);
-      return std::make_unique<gloo::AllreduceRingChunked<T>>(ctx, std::vector<T*>{out}, n, fn);
-    }
-    case Coll::broadcast:
-      return std::make_unique<gloo::BroadcastOneToAll<T>>(ctx, std::vector<T*>{out}, n, c.root);
-    case Coll::all_gather:
-      return std::make_unique<gloo::AllgatherRing<T>>(ctx, std::vector<const T*>{static_cast<const T*>(c.send)}, out, n);
-    default: throw std::runtime_error("gloo-perf: collective not supported");
+  if (c.coll == Coll(Collective::all_reduce)) {
+    auto fn = reduction<T>(c.op);
+    if (algo == "ring") return std::make_unique<gloo::AllreduceRing<T>>(ctx, std::vector<T*>{out}, n, fn);
+    if (algo == "halving_doubling")
+      return std::make_unique<gloo::AllreduceHalvingDoubling<T>>(ctx, std::vector<T*>{out}, n, fn);
+    return std::make_unique<gloo::AllreduceRingChunked<T>>(ctx, std::vector<T*>{out}, n, fn);
   }
+  if (c.coll == Coll(Collective::broadcast))
+    return std::make_unique<gloo::BroadcastOneToAll<T>>(ctx, std::vector<T*>{out}, n, c.root);
+  if (c.coll == Coll(Collective::all_gather))
+    return std::make_unique<gloo::AllgatherRing<T>>(ctx, std::vector<const T*>{static_cast<const T*>(c.send)}, out, n);
+  throw std::runtime_error("gloo-perf: collective not supported");
 }
 
 }  // namespace
@@ -83,22 +81,22 @@ GlooBackend::GlooBackend() {
   if (rank_ == 0) std::filesystem::remove_all(dir);
 }
 
-bool GlooBackend::supports(Coll c, DType t, RedOp op) const {
-  bool type_ok = t == DType::float32 || t == DType::float64 || t == DType::int32 || t == DType::int64;
-  if (c == Coll::all_reduce) return type_ok && op != RedOp::avg;
-  return type_ok && (c == Coll::broadcast || c == Coll::all_gather);
+bool GlooBackend::supports(const Coll& c, DataType t, ReduceOp op) const {
+  bool type_ok = t == DataType::float32 || t == DataType::float64 || t == DataType::int32 || t == DataType::int64;
+  if (c == Coll(Collective::all_reduce)) return type_ok && op != ReduceOp::avg;
+  return type_ok && (c == Coll(Collective::broadcast) || c == Coll(Collective::all_gather));
 }
 
 gloo::Algorithm& GlooBackend::algorithm(const CollCall& c) {
-  auto key = std::make_tuple(static_cast<int>(c.coll), c.send, c.recv, c.count, static_cast<int>(c.type),
+  auto key = std::make_tuple(c.coll, c.send, c.recv, c.count, static_cast<int>(c.type),
                              static_cast<int>(c.op), c.root);
   auto it = cache_.find(key);
   if (it != cache_.end()) return *it->second;
   std::unique_ptr<gloo::Algorithm> a;
   switch (c.type) {
-    case DType::float32: a = make<float>(ctx_, algo_, c); break;
-    case DType::float64: a = make<double>(ctx_, algo_, c); break;
-    case DType::int32: a = make<int32_t>(ctx_, algo_, c); break;
+    case DataType::float32: a = make<float>(ctx_, algo_, c); break;
+    case DataType::float64: a = make<double>(ctx_, algo_, c); break;
+    case DataType::int32: a = make<int32_t>(ctx_, algo_, c); break;
     default: a = make<int64_t>(ctx_, algo_, c); break;
   }
   return *cache_.emplace(key, std::move(a)).first->second;
@@ -106,7 +104,8 @@ gloo::Algorithm& GlooBackend::algorithm(const CollCall& c) {
 
 void GlooBackend::run(const CollCall& c) {
   // Gloo's all-reduce and broadcast work in place: out of place copies first, as a user would.
-  bool copy_first = (c.coll == Coll::all_reduce || (c.coll == Coll::broadcast && c.root == rank_)) && c.send != c.recv;
+  bool copy_first = (c.coll == Coll(Collective::all_reduce) ||
+                     (c.coll == Coll(Collective::broadcast) && c.root == rank_)) && c.send != c.recv;
   if (copy_first) std::memcpy(c.recv, c.send, c.count * size_of(c.type));
   algorithm(c).run();
 }

@@ -22,7 +22,7 @@ class GlooBackend final : public Backend {
   std::string name() const override { return "gloo"; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  bool supports(Coll c, DType t, RedOp op) const override;
+  bool supports(const Coll& c, DataType t, ReduceOp op) const override;
   void run(const CollCall& call) override;
   void barrier() override;
   double all_reduce(double v, ScalarOp op) override;
@@ -35,7 +35,7 @@ class GlooBackend final : public Backend {
   int rank_ = 0, size_ = 1;
   std::string algo_;  // GLOO_PERF_ALGO for all_reduce: ring_chunked (default), ring, halving_doubling
   std::shared_ptr<gloo::rendezvous::Context> ctx_;
-  std::map<std::tuple<int, const void*, void*, size_t, int, int, int>, std::unique_ptr<gloo::Algorithm>> cache_;
+  std::map<std::tuple<Coll, const void*, void*, size_t, int, int, int>, std::unique_ptr<gloo::Algorithm>> cache_;
 };
 
 }  // namespace perf

@@ -33,7 +33,7 @@ class MpiBackend : public Backend {
   void abort() noexcept override;
 
  private:
-  void divide_by_size(void* buf, size_t count, DType t) const;
+  void divide_by_size(void* buf, size_t count, DataType t) const;
   bool owns_mpi_ = false;
   int rank_ = 0;
   int size_ = 1;

@@ -60,30 +60,30 @@ MpiTypes::~MpiTypes() {
   if (g_bf16 != MPI_DATATYPE_NULL) MPI_Type_free(&g_bf16);
 }
 
-MPI_Datatype MpiTypes::datatype(DType t, bool reduction) const {
+MPI_Datatype MpiTypes::datatype(DataType t, bool reduction) const {
   switch (t) {
-    case DType::int8: return MPI_INT8_T;
-    case DType::uint8: return MPI_UINT8_T;
-    case DType::int32: return MPI_INT32_T;
-    case DType::uint32: return MPI_UINT32_T;
-    case DType::int64: return MPI_INT64_T;
-    case DType::uint64: return MPI_UINT64_T;
-    case DType::half: return reduction ? g_half : MPI_UINT16_T;
-    case DType::bfloat16: return reduction ? g_bf16 : MPI_UINT16_T;
-    case DType::float32: return MPI_FLOAT;
-    case DType::float64: return MPI_DOUBLE;
+    case DataType::int8: return MPI_INT8_T;
+    case DataType::uint8: return MPI_UINT8_T;
+    case DataType::int32: return MPI_INT32_T;
+    case DataType::uint32: return MPI_UINT32_T;
+    case DataType::int64: return MPI_INT64_T;
+    case DataType::uint64: return MPI_UINT64_T;
+    case DataType::float16: return reduction ? g_half : MPI_UINT16_T;
+    case DataType::bfloat16: return reduction ? g_bf16 : MPI_UINT16_T;
+    case DataType::float32: return MPI_FLOAT;
+    case DataType::float64: return MPI_DOUBLE;
   }
   return MPI_BYTE;
 }
 
-MPI_Op MpiTypes::op(DType t, RedOp op) const {
-  const bool is16 = t == DType::half || t == DType::bfloat16;
+MPI_Op MpiTypes::op(DataType t, ReduceOp op) const {
+  const bool is16 = t == DataType::float16 || t == DataType::bfloat16;
   switch (op) {
-    case RedOp::sum:
-    case RedOp::avg: return is16 ? user_ops_[0] : MPI_SUM;
-    case RedOp::prod: return is16 ? user_ops_[1] : MPI_PROD;
-    case RedOp::max: return is16 ? user_ops_[2] : MPI_MAX;
-    case RedOp::min: return is16 ? user_ops_[3] : MPI_MIN;
+    case ReduceOp::sum:
+    case ReduceOp::avg: return is16 ? user_ops_[0] : MPI_SUM;
+    case ReduceOp::prod: return is16 ? user_ops_[1] : MPI_PROD;
+    case ReduceOp::max: return is16 ? user_ops_[2] : MPI_MAX;
+    case ReduceOp::min: return is16 ? user_ops_[3] : MPI_MIN;
   }
   return MPI_SUM;
 }

@@ -1,0 +1,89 @@
+// strata-train's command line: values, and each mistake in its own words (the first on the
+// line wins).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "errors.hpp"
+#include "options.hpp"
+
+namespace strata::train {
+namespace {
+
+Options parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "strata-train");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  return parse_options(static_cast<int>(argv.size()), argv.data());
+}
+
+std::string error_of(const std::vector<std::string>& args) {
+  try {
+    parse(args);
+  } catch (const TrainError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Options, ValuesInBothSpellings) {
+  const Options o = parse({"--data", "x.txt", "--layers=2", "--dim", "64", "--zero", "2", "--lr", "3e-4", "--seed",
+                           "42", "--bucket-mb=1.5", "--save", "d", "--steps", "5", "--steps", "7"});
+  EXPECT_EQ(o.data, "x.txt");
+  EXPECT_EQ(o.model.layers, 2);
+  EXPECT_EQ(o.model.dim, 64);
+  EXPECT_EQ(o.zero, 2);
+  EXPECT_FLOAT_EQ(o.lr, 3e-4f);
+  EXPECT_EQ(o.seed, 42u);
+  EXPECT_DOUBLE_EQ(o.bucket_mb, 1.5);
+  EXPECT_EQ(o.save, "d");
+  EXPECT_EQ(o.steps, 7);  // the last one
+  EXPECT_FALSE(o.help);
+  EXPECT_TRUE(parse({"--help"}).help);
+  EXPECT_TRUE(parse({"-h"}).help);
+  EXPECT_TRUE(parse({"--layers", "2", "--help"}).help);
+}
+
+TEST(Options, MistakesInOurWords) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--layres", "3"}, "unknown option '--layres'"},
+      {{"--layres=3"}, "unknown option '--layres'"},
+      {{"--"}, "unknown option '--'"},
+      {{"stray"}, "unexpected argument 'stray'"},
+      {{"-x"}, "unexpected argument '-x'"},
+      {{"-hx"}, "unexpected argument '-hx'"},
+      {{"--steps", "3", "stray"}, "unexpected argument 'stray'"},
+      {{"--data"}, "option '--data' needs a value (FILE)"},
+      {{"--steps", "3", "--batch"}, "option '--batch' needs a value (N)"},
+      {{"--help=1"}, "option '--help' takes no value"},
+      {{"--layers", "0"}, "--layers needs a whole number from 1 to 1024, got '0'"},
+      {{"--layers", "-1"}, "--layers needs a whole number from 1 to 1024, got '-1'"},
+      {{"--zero", "3"}, "--zero needs a whole number from 0 to 2, got '3'"},
+      {{"--lr", "nan"}, "--lr needs a number from 0 to 10, got 'nan'"},
+      {{"--clip", "1e10"}, "--clip needs a number from 0 to 1e+09, got '1e10'"},
+      {{"--bucket-mb", "0"}, "--bucket-mb needs a number from 1e-06 to 1e+06, got '0'"},
+      {{"--data", "--steps"}, ""},  // a value may look like an option
+      {{"--steps", "0", "--layres", "3"}, "--steps needs a whole number from 1 to 1000000000, got '0'"},
+      {{"--layres", "3", "--steps", "0"}, "unknown option '--layres'"},
+      {{"--help", "--layres"}, "unknown option '--layres'"},
+  };
+  for (const auto& [args, message] : cases) {
+    std::string joined;
+    for (const auto& a : args) joined += a + " ";
+    EXPECT_EQ(error_of(args), message) << joined;
+  }
+}
+
+TEST(Options, UsageListsEveryFlag) {
+  const std::string u = usage_text();
+  EXPECT_EQ(u.rfind("usage: strata-train [options]\n", 0), 0u) << u;
+  for (const char* line : {"  --data FILE         text file to train on (default data/tinyshakespeare.txt)\n",
+                           "  --zero 0|1|2        0: all-reduce; 1: shard optimizer state; 2: also shard gradients "
+                           "(default 0)\n",
+                           "  --help              print this help\n"})
+    EXPECT_NE(u.find(line), std::string::npos) << line << u;
+}
+
+}  // namespace
+}  // namespace strata::train
