@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "test_proc.hpp"
+#include "tests/common/process.hpp"
 
 using namespace strata_test;
 

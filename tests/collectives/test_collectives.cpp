@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "test_proc.hpp"
 #include "worker_job.hpp"
 
 using strata_test::expect_worker_job_passes;

@@ -1,69 +1,51 @@
-// strata-test-worker's checks: results, buffers with guard bytes, first-mismatch reports
-// and raw-byte messages. Independent of the library: this is the oracle's side.
+// strata-test-worker's checks: the tally of results, host buffers with guard bytes, and
+// the serial reference every collective is compared with. The reference is computed here
+// from the deterministic inputs and written-out buffer sizes, independently of the library
+// (only its public call types are used), so that it can catch the library being wrong.
 #pragma once
 
+#include <strata/collective.hpp>
 #include <strata/strata.hpp>
 
-#include <algorithm>
-#include <chrono>
-#include <cinttypes>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
-#include <memory>
-#include <numeric>
-#include <optional>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "test_values.hpp"
 
 namespace strata_test {
 
-using namespace strata;
-
-inline int g_max_print = 10;
-inline bool g_verbose = false;
-
-inline double mono_s() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+// Seconds on CLOCK_MONOTONIC (shared by all processes on the host).
+double mono_s();
 
 // ---------------------------------------------------------------- results
+// Counts this rank's passed and failed cases and prints the first failures.
 struct Reporter {
   int rank = 0, n = 1;
+  int max_print = 10;    // failures printed in full
+  bool verbose = false;  // print "ok <case>" for every pass
   long passed = 0, failed = 0, printed = 0;
-  void ok() { ++passed; }
-  void fail(const std::string& desc, const std::string& why) {
-    ++failed;
-    if (printed++ < g_max_print) {
-      fprintf(stderr, "FAIL rank %d/%d: %s: %s\n", rank, n, desc.c_str(), why.c_str());
-      fflush(stderr);
-    } else if (printed == g_max_print + 1) {
-      fprintf(stderr, "rank %d: (further failures not printed)\n", rank);
-    }
-  }
-  void result(const std::string& desc, const std::string& why) {
-    if (why.empty()) {
-      ok();
-      if (g_verbose) printf("ok %s\n", desc.c_str());
-    } else {
-      fail(desc, why);
-    }
-  }
+  void fail(const std::string& desc, const std::string& why);
+  // `why` is empty when the case passed.
+  void result(const std::string& desc, const std::string& why);
 };
-inline Reporter g_rep;
+
+// Runs `f`; a library exception ends the program with status 2 (the ranks are out of step).
+template <class F>
+void guarded(const Reporter& rep, const std::string& desc, F f) {
+  try {
+    f();
+  } catch (const strata::Error& e) {
+    fprintf(stderr, "FAIL rank %d/%d: %s: threw %s\n", rep.rank, rep.n, desc.c_str(), e.what());
+    exit(2);
+  }
+}
 
 // ---------------------------------------------------------------- buffers
-constexpr size_t kGuard = 64;
-constexpr uint8_t kGuardByte = 0xA5;
-constexpr uint8_t kSentinel = 0xC3;
-
 // Host buffer with guard bytes on both sides, to catch writes out of bounds.
 class Buf {
  public:
@@ -73,17 +55,7 @@ class Buf {
   Buf(const Buf&) = delete;
   Buf& operator=(const Buf&) = delete;
   Buf(Buf&& o) noexcept : raw_(o.raw_), bytes_(o.bytes_) { o.raw_ = nullptr; }
-  void alloc(size_t bytes) {
-    std::free(raw_);
-    raw_ = nullptr;
-    bytes_ = bytes;
-    if (posix_memalign(&raw_, 64, bytes + 2 * kGuard) != 0) {
-      fprintf(stderr, "out of memory allocating %zu bytes\n", bytes);
-      exit(3);
-    }
-    std::memset(raw_, kGuardByte, kGuard);
-    std::memset(data() + bytes, kGuardByte, kGuard);
-  }
+  void alloc(size_t bytes);
   bool allocated() const { return raw_ != nullptr; }
   uint8_t* data() const { return static_cast<uint8_t*>(raw_) + kGuard; }
   template <class S>
@@ -91,22 +63,13 @@ class Buf {
     return reinterpret_cast<S*>(data());
   }
   size_t bytes() const { return bytes_; }
-  void fill_sentinel() { std::memset(data(), kSentinel, bytes_); }
-  bool guards_ok() const {
-    if (!raw_) return true;
-    const uint8_t* p = static_cast<const uint8_t*>(raw_);
-    for (size_t i = 0; i < kGuard; ++i)
-      if (p[i] != kGuardByte || p[kGuard + bytes_ + i] != kGuardByte) return false;
-    return true;
-  }
+  void fill_sentinel();
+  bool guards_ok() const;
   // Index of the first byte that is not the sentinel, or SIZE_MAX.
-  size_t first_non_sentinel(size_t from, size_t to) const {
-    for (size_t i = from; i < to; ++i)
-      if (data()[i] != kSentinel) return i;
-    return SIZE_MAX;
-  }
+  size_t first_non_sentinel(size_t from, size_t to) const;
 
  private:
+  static constexpr size_t kGuard = 64;
   void* raw_ = nullptr;
   size_t bytes_ = 0;
 };
@@ -124,54 +87,155 @@ struct Bad {
       exp = exp_fn();
     }
   }
-  std::string str(const std::string& what) const {
-    std::ostringstream o;
-    o << what << ": first bad index " << first << " (" << count << " bad): got " << got
-      << " expected " << exp;
-    return o.str();
-  }
+  std::string str(const std::string& what) const;
 };
 
+// ---------------------------------------------------------------- raw messages
+// Point-to-point payloads: bytes generated from `base`, compared byte for byte.
+void fill_raw(Buf& b, uint64_t base);
+std::string check_raw(const Buf& got, uint64_t base, size_t elem_size, const char* what);
+uint64_t msg_base(uint64_t seed, int src, int dst, int k);
 
-// Raw-byte message helpers for point-to-point tests.
-inline void fill_raw(Buf& b, uint64_t base) {
-  uint8_t* p = b.data();
-  size_t i = 0, n = b.bytes();
-  for (; i + 8 <= n; i += 8) {
-    uint64_t h = mix64(base + i / 8);
-    std::memcpy(p + i, &h, 8);
+// ---------------------------------------------------------------- collectives
+// One rank's call of a collective, as far as its result depends on it.
+struct CollCall {
+  strata::Collective coll;
+  strata::ReduceOp op;
+  size_t count;
+  bool inplace;
+  int root;
+  int rank, n;
+  uint64_t seed;
+};
+
+// The inputs every rank contributes to a call and the serial reference for its result.
+template <strata::DataType D>
+class Expected {
+  using T = TT<D>;
+  using S = typename T::S;
+  using C = typename T::C;
+
+ public:
+  explicit Expected(const CollCall& call) : k_(call), bases_(call.n) {
+    for (int r = 0; r < k_.n; ++r) bases_[r] = rank_base(k_.seed, r);
   }
-  if (i < n) {
-    uint64_t h = mix64(base + i / 8);
-    std::memcpy(p + i, &h, n - i);
+
+  // Element i of rank r's input.
+  S in(int r, size_t i) const {
+    uint64_t h = mix64(bases_[r] + i);
+    if (reducing()) return gen_reduce_input<D>(k_.op, h, r, k_.n);
+    return gen_raw<S>(h);
   }
-}
-inline std::string check_raw(const Buf& got, uint64_t base, size_t elem_size, const char* what) {
-  if (!got.guards_ok()) return std::string("guard bytes overwritten around ") + what;
-  Buf ref(got.bytes());
-  fill_raw(ref, base);
-  for (size_t i = 0; i < got.bytes(); ++i)
-    if (got.data()[i] != ref.data()[i]) {
-      char b[200];
-      snprintf(b, sizeof b, "%s: first bad element %zu (byte %zu of %zu): got 0x%02x expected 0x%02x",
-               what, i / elem_size, i, got.bytes(), got.data()[i], ref.data()[i]);
+
+  // Empty when this rank's buffers hold what they must after the call: `send` is the send
+  // (or in-place) buffer, `recv_buf` a separate output (unallocated when there is none),
+  // `recv` the recv pointer that was passed.
+  std::string check(const Buf& send, const Buf& recv_buf, const void* recv) const {
+    using strata::Collective;
+    if (!send.guards_ok()) return "guard bytes around the send/in-place buffer were overwritten";
+    if (!recv_buf.guards_ok()) return "guard bytes around the recv buffer were overwritten";
+    const size_t c = k_.count, nc = static_cast<size_t>(k_.n) * k_.count;
+    const int rank = k_.rank, n = k_.n;
+    Bad bad;
+    // An out-of-place send buffer must be left as it was.
+    if (!k_.inplace) {
+      size_t elems = (k_.coll == Collective::reduce_scatter || k_.coll == Collective::all_to_all) ? nc : c;
+      verify_copy(send.as<S>(), elems, rank, 0, 0, bad);
+      if (bad.any()) return bad.str("send buffer was modified");
+    }
+    const S* out = static_cast<const S*>(recv);
+    switch (k_.coll) {
+      case Collective::all_reduce:
+        verify_reduction(out, c, 0, bad);
+        break;
+      case Collective::reduce_scatter:
+        verify_reduction(out, c, static_cast<size_t>(rank) * c, bad);
+        break;
+      case Collective::reduce:
+        if (rank == k_.root) {
+          verify_reduction(out, c, 0, bad);
+        } else if (k_.inplace) {
+          verify_copy(out, c, rank, 0, 0, bad);
+          if (bad.any()) return bad.str("non-root in-place buffer was modified");
+        } else if (recv) {
+          size_t k = recv_buf.first_non_sentinel(0, recv_buf.bytes());
+          if (k != SIZE_MAX) return "non-root recv buffer was written (byte " + std::to_string(k) + ")";
+        }
+        break;
+      case Collective::all_gather:
+        for (int q = 0; q < n; ++q) verify_copy(out + q * c, c, q, 0, q * c, bad);
+        break;
+      case Collective::broadcast:
+        verify_copy(out, c, k_.root, 0, 0, bad);
+        break;
+      case Collective::all_to_all:
+        for (int q = 0; q < n; ++q) verify_copy(out + q * c, c, q, static_cast<size_t>(rank) * c, q * c, bad);
+        break;
+      default:
+        return std::string("no reference for ") + strata::name(k_.coll);
+    }
+    if (bad.any()) return bad.str("wrong result");
+    return {};
+  }
+
+ private:
+  struct Ref {
+    C val;
+    long double sumabs;
+  };
+
+  bool reducing() const { return strata::info(k_.coll).has_op; }
+
+  // The reduction over ranks of input index gi, and the sum of magnitudes (for the tolerance).
+  Ref reference(size_t gi) const {
+    C acc = T::dec(in(0, gi));
+    long double sa = std::fabs(static_cast<long double>(acc));
+    for (int r = 1; r < k_.n; ++r) {
+      C v = T::dec(in(r, gi));
+      acc = combine<C>(k_.op, acc, v);
+      sa += std::fabs(static_cast<long double>(v));
+    }
+    if (k_.op == strata::ReduceOp::avg) acc = acc / static_cast<C>(k_.n);  // integers: truncates
+    return {acc, sa};
+  }
+  bool reduce_ok(S got, const Ref& ref) const {
+    if constexpr (!T::flt) {
+      return got == static_cast<S>(ref.val);
+    } else {
+      long double tol = tolerance<D>(k_.op, k_.n, ref.val, ref.sumabs);
+      return std::fabs(T::dec(got) - ref.val) <= tol;  // false for NaN
+    }
+  }
+  std::string show_ref(const Ref& ref) const {
+    if constexpr (!T::flt) {
+      return T::show(static_cast<S>(ref.val));
+    } else {
+      char b[96];
+      snprintf(b, sizeof b, "%.10Lg (tolerance %.3Lg)", ref.val, tolerance<D>(k_.op, k_.n, ref.val, ref.sumabs));
       return b;
     }
-  return {};
-}
-inline uint64_t msg_base(uint64_t seed, int src, int dst, int k) {
-  return mix64(seed ^ mix64((uint64_t(src) << 40) ^ (uint64_t(dst) << 20) ^ uint64_t(k)));
-}
-
-template <class F>
-void guarded(const std::string& desc, F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    fprintf(stderr, "FAIL rank %d/%d: %s: threw %s\n", g_rep.rank, g_rep.n, desc.c_str(), e.what());
-    exit(2);
   }
-}
+  static bool same_bits(S a, S b) { return std::memcmp(&a, &b, sizeof(S)) == 0; }
 
+  // out[i] must equal the reduction over ranks of input index (off + i).
+  void verify_reduction(const S* out, size_t cnt, size_t off, Bad& bad) const {
+    for (size_t i = 0; i < cnt; ++i) {
+      Ref ref = reference(off + i);
+      if (!reduce_ok(out[i], ref)) bad.note(i, [&] { return T::show(out[i]); }, [&] { return show_ref(ref); });
+    }
+  }
+  // out[i] must equal in(src_rank, src_off + i), bit for bit.
+  void verify_copy(const S* out, size_t cnt, int src_rank, size_t src_off, size_t out_off, Bad& bad) const {
+    for (size_t i = 0; i < cnt; ++i) {
+      S e = in(src_rank, src_off + i);
+      if (!same_bits(out[i], e))
+        bad.note(out_off + i, [&] { return T::show(out[i]); },
+                 [&] { return T::show(e) + " (from rank " + std::to_string(src_rank) + ")"; });
+    }
+  }
+
+  CollCall k_;
+  std::vector<uint64_t> bases_;
+};
 
 }  // namespace strata_test

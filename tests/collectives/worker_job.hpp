@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "test_proc.hpp"
+#include "tests/common/process.hpp"
 
 namespace strata_test {
 

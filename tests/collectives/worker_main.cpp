@@ -10,6 +10,18 @@
 // sizes, plus point-to-point, groups, async, barrier and split tests (--misc).
 // --medium: 65536 +-1 elements. --big: 64 MiB float32 sum for each collective.
 // Exit status: 0 all passed, 1 a result was wrong, 2 the library threw, 3 other error.
+//
+// This file: the options and the run. The cases are in worker_collectives.cpp and
+// worker_misc.cpp (worker_cases.hpp), the reference and checks in worker_checks.hpp.
+#include <strata/strata.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include "worker_cases.hpp"
 
 using namespace strata;
@@ -33,6 +45,8 @@ std::vector<std::string> split_list(const std::string& s) {
 
 Options parse(int argc, char** argv) {
   Options o;
+  for (int i = 0; i < kNumCollectives; ++i)
+    if (in_matrix(static_cast<Collective>(i))) o.colls.push_back(static_cast<Collective>(i));
   for (int i = 0; i < kNumDataTypes; ++i) o.types.push_back(static_cast<DataType>(i));
   for (int i = 0; i < kNumReduceOps; ++i) o.ops.push_back(static_cast<ReduceOp>(i));
   for (int i = 1; i < argc; ++i) {
@@ -47,14 +61,13 @@ Options parse(int argc, char** argv) {
     else if (a == "--big") o.big = true;
     else if (a == "--misc") o.misc = 1;
     else if (a == "--no-misc") o.misc = 0;
-    else if (a == "--verbose") g_verbose = true;
+    else if (a == "--verbose") o.verbose = true;
     else if (auto v = val("--colls")) {
       o.colls.clear();
       for (auto& s : split_list(*v)) {
-        bool found = false;
-        for (Collective c : kAllColls)
-          if (s == name(c)) o.colls.push_back(c), found = true;
-        if (!found) usage("unknown collective " + s);
+        auto c = parse_collective(s);
+        if (!c || !in_matrix(*c)) usage("unknown collective " + s);
+        o.colls.push_back(*c);
       }
     } else if (auto v = val("--types")) {
       o.types.clear();
@@ -82,7 +95,7 @@ Options parse(int argc, char** argv) {
     } else if (auto v = val("--seed")) {
       o.seed = std::stoull(*v);
     } else if (auto v = val("--max-print")) {
-      g_max_print = std::stoi(*v);
+      o.max_print = std::stoi(*v);
     } else {
       usage("unknown option " + a);
     }
@@ -92,12 +105,14 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o = parse(argc, argv);
   double t0 = mono_s();
+  Reporter rep;
+  rep.max_print = o.max_print;
+  rep.verbose = o.verbose;
   Comm comm;
   try {
     comm = Comm::init_from_env();
@@ -105,22 +120,28 @@ int main(int argc, char** argv) {
     fprintf(stderr, "FAIL: Comm::init_from_env threw: %s\n", e.what());
     return 2;
   }
-  g_rep.rank = comm.rank();
-  g_rep.n = comm.size();
+  rep.rank = comm.rank();
+  rep.n = comm.size();
   try {
-    run_matrix(comm, o);
-    if (o.misc) run_misc(comm, o);
+    std::vector<CaseSpec> matrix = build_matrix(o, comm.size());
+    uint64_t case_seed = o.seed;
+    size_t idx = 0;
+    for (const CaseSpec& s : matrix) {
+      auto cs = make_case(comm, s.coll, s.type, s.op, s.count, s.inplace, s.root, mix64(++case_seed));
+      // every third case through the _async form + wait()
+      run_case(comm, rep, *cs, (idx++ % 3) == 2);
+    }
+    if (o.misc) run_misc_tests(comm, rep, o.types, o.seed);
     comm.destroy();
   } catch (const Error& e) {
-    fprintf(stderr, "FAIL rank %d: library threw: %s\n", g_rep.rank, e.what());
+    fprintf(stderr, "FAIL rank %d: library threw: %s\n", rep.rank, e.what());
     return 2;
   } catch (const std::exception& e) {
-    fprintf(stderr, "FAIL rank %d: exception: %s\n", g_rep.rank, e.what());
+    fprintf(stderr, "FAIL rank %d: exception: %s\n", rep.rank, e.what());
     return 3;
   }
-  printf("strata-test-worker rank %d/%d: %ld cases passed, %ld failed (%.2f s)\n", g_rep.rank,
-         g_rep.n, g_rep.passed, g_rep.failed, mono_s() - t0);
+  printf("strata-test-worker rank %d/%d: %ld cases passed, %ld failed (%.2f s)\n", rep.rank,
+         rep.n, rep.passed, rep.failed, mono_s() - t0);
   fflush(stdout);
-  return g_rep.failed ? 1 : 0;
+  return rep.failed ? 1 : 0;
 }
-

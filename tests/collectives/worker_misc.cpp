@@ -1,11 +1,25 @@
-// The tests besides the collective matrix: point-to-point, groups, async, barrier, split.
+// strata-test-worker's tests beyond the collective matrix: point-to-point, groups, several
+// async operations at once, barrier and split. Each checks against values it computes
+// itself and reports through the Reporter.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
+
 #include "worker_cases.hpp"
 
 namespace strata_test {
 
+using namespace strata;
+
 namespace {
 
-void test_p2p_ring(Comm& comm, const std::vector<DataType>& types, uint64_t seed) {
+
+// Blocking send/recv around a ring; even ranks send first, odd ranks receive first.
+void test_p2p_ring(Comm& comm, Reporter& rep, const std::vector<DataType>& types, uint64_t seed) {
   int r = comm.rank(), n = comm.size();
   if (n < 2) return;
   int next = (r + 1) % n, prev = (r - 1 + n) % n;
@@ -17,7 +31,7 @@ void test_p2p_ring(Comm& comm, const std::vector<DataType>& types, uint64_t seed
       Buf sb(count * sz), rb(count * sz);
       fill_raw(sb, msg_base(s, r, next, 0));
       rb.fill_sentinel();
-      guarded(desc, [&] {
+      guarded(rep, desc, [&] {
         if (r % 2 == 0) {
           comm.send(sb.data(), count, t, next);
           comm.recv(rb.data(), count, t, prev);
@@ -28,7 +42,7 @@ void test_p2p_ring(Comm& comm, const std::vector<DataType>& types, uint64_t seed
       });
       std::string err = check_raw(rb, msg_base(s, prev, r, 0), sz, "received data");
       if (err.empty()) err = check_raw(sb, msg_base(s, r, next, 0), sz, "send buffer (must not change)");
-      g_rep.result(desc, err);
+      rep.result(desc, err);
     }
   }
 }
@@ -38,7 +52,7 @@ void test_p2p_ring(Comm& comm, const std::vector<DataType>& types, uint64_t seed
 // one at a time in issue order, so a send larger than the transport can buffer completes
 // only once the peer runs the matching recv: in round k (send to r+k, recv from r-k) one
 // rank of each cycle of the shift (r < gcd(n, k)) receives first, the others send first.
-void test_p2p_async(Comm& comm, uint64_t seed) {
+void test_p2p_async(Comm& comm, Reporter& rep, uint64_t seed) {
   int r = comm.rank(), n = comm.size();
   if (n < 2) return;
   const DataType kTypes[] = {DataType::float32, DataType::int8, DataType::float64, DataType::bfloat16};
@@ -52,7 +66,7 @@ void test_p2p_async(Comm& comm, uint64_t seed) {
   std::vector<Msg> sends, recvs;
   std::vector<Request> reqs;
   std::string desc = "send_async/recv_async to every peer, 4 messages each, nranks=" + std::to_string(n);
-  guarded(desc, [&] {
+  guarded(rep, desc, [&] {
     for (int k = 1; k < n; ++k) {
       int dst = (r + k) % n, src = (r - k + n) % n;
       const bool recv_first = r < std::gcd(n, k);
@@ -82,11 +96,11 @@ void test_p2p_async(Comm& comm, uint64_t seed) {
     if (err.empty()) err = check_raw(m.buf, m.base, m.elem, m.what.c_str());
   for (auto& m : sends)
     if (err.empty()) err = check_raw(m.buf, m.base, m.elem, "send buffer (must not change)");
-  g_rep.result(desc, err);
+  rep.result(desc, err);
 }
 
 // All-to-all exchange through grouped send/recv, including to and from self.
-void test_group_p2p(Comm& comm, uint64_t seed) {
+void test_group_p2p(Comm& comm, Reporter& rep, uint64_t seed) {
   int r = comm.rank(), n = comm.size();
   const DataType kTypes[] = {DataType::float32, DataType::int8, DataType::float64, DataType::uint64};
   int variant = 0;
@@ -108,7 +122,7 @@ void test_group_p2p(Comm& comm, uint64_t seed) {
                          ") type=" + name(t) + " count=" + std::to_string(count) +
                          " nranks=" + std::to_string(n);
       std::string err;
-      guarded(desc, [&] {
+      guarded(rep, desc, [&] {
         if (v == 0) {
           comm.group_start();
           for (int q = 0; q < n; ++q) {
@@ -147,13 +161,13 @@ void test_group_p2p(Comm& comm, uint64_t seed) {
       for (int q = 0; q < n && err.empty(); ++q)
         err = check_raw(rb[q], msg_base(seed + variant, q, r, 0), sz,
                         ("data received from rank " + std::to_string(q)).c_str());
-      g_rep.result(desc, err);
+      rep.result(desc, err);
     }
   }
 }
 
 // Several different async collectives outstanding at once, waited in reverse order.
-void test_async_mix(Comm& comm, uint64_t seed) {
+void test_async_mix(Comm& comm, Reporter& rep, uint64_t seed) {
   int n = comm.size();
   std::vector<std::unique_ptr<CaseBase>> cs;
   cs.push_back(make_case(comm, Collective::all_reduce, DataType::float32, ReduceOp::sum, 1001, false, -1, seed + 1));
@@ -166,7 +180,7 @@ void test_async_mix(Comm& comm, uint64_t seed) {
   cs.push_back(make_case(comm, Collective::all_reduce, DataType::int32, ReduceOp::prod, 65537, false, -1, seed + 8));
   std::string desc = "8 async collectives + barrier_async outstanding at once, nranks=" + std::to_string(n);
   for (auto& c : cs) c->prepare();
-  guarded(desc, [&] {
+  guarded(rep, desc, [&] {
     std::vector<Request> reqs;
     for (size_t i = 0; i < cs.size(); ++i) {
       reqs.push_back(cs[i]->launch(comm));
@@ -179,13 +193,13 @@ void test_async_mix(Comm& comm, uint64_t seed) {
     std::string e = c->check();
     if (!e.empty() && err.empty()) err = c->desc + ": " + e;
   }
-  g_rep.result(desc, err);
+  rep.result(desc, err);
 
   // test() polling until done
   auto c = make_case(comm, Collective::all_reduce, DataType::float32, ReduceOp::sum, 65537, false, -1, seed + 9);
   c->prepare();
   std::string d2 = "Request::test() polling on all_reduce_async, nranks=" + std::to_string(n);
-  guarded(d2, [&] {
+  guarded(rep, d2, [&] {
     Request q = c->launch(comm);
     double t0 = mono_s();
     while (!q.test()) {
@@ -193,18 +207,18 @@ void test_async_mix(Comm& comm, uint64_t seed) {
       std::this_thread::yield();
     }
   });
-  g_rep.result(d2, c->check());
+  rep.result(d2, c->check());
 }
 
 // An _async call must return before the operation can complete: the last rank joins late.
-void test_async_returns_at_once(Comm& comm, uint64_t seed) {
+void test_async_returns_at_once(Comm& comm, Reporter& rep, uint64_t seed) {
   int r = comm.rank(), n = comm.size();
   if (n < 2) return;
   auto c = make_case(comm, Collective::all_reduce, DataType::int32, ReduceOp::sum, 1001, false, -1, seed);
   c->prepare();
   std::string desc = "all_reduce_async returns before a late rank joins, nranks=" + std::to_string(n);
   std::string err;
-  guarded(desc, [&] {
+  guarded(rep, desc, [&] {
     if (r == n - 1) std::this_thread::sleep_for(std::chrono::milliseconds(1000));
     double t0 = mono_s();
     Request q = c->launch(comm);
@@ -216,19 +230,19 @@ void test_async_returns_at_once(Comm& comm, uint64_t seed) {
     q.wait();
   });
   std::string e = c->check();
-  g_rep.result(desc, err.empty() ? e : err);
+  rep.result(desc, err.empty() ? e : err);
 }
 
 // After a barrier no rank may leave before the last one entered (CLOCK_MONOTONIC is
 // shared by all processes on the host).
-void test_barrier(Comm& comm) {
+void test_barrier(Comm& comm, Reporter& rep) {
   int r = comm.rank(), n = comm.size();
   for (int it = 0; it < 4; ++it) {
     std::string desc = std::string("barrier") + (it % 2 ? "_async" : "") +
                        " (rank " + std::to_string(it % n) + " late) nranks=" + std::to_string(n);
     int64_t times[2];
     std::vector<int64_t> all(2 * n, -1);
-    guarded(desc, [&] {
+    guarded(rep, desc, [&] {
       if (r == it % n) std::this_thread::sleep_for(std::chrono::milliseconds(150));
       times[0] = static_cast<int64_t>(mono_s() * 1e9);
       if (it % 2) comm.barrier_async().wait();
@@ -246,12 +260,12 @@ void test_barrier(Comm& comm) {
     else if (min_exit < max_enter)
       err = "a rank left the barrier " + std::to_string((max_enter - min_exit) / 1e6) +
             " ms before the last rank entered";
-    g_rep.result(desc, err);
+    rep.result(desc, err);
   }
 }
 
 // split(): even/odd colors with reversed keys, a color -1 rank, nested split.
-void test_split(Comm& comm, uint64_t seed) {
+void test_split(Comm& comm, Reporter& rep, uint64_t seed) {
   int r = comm.rank(), n = comm.size();
   {
     std::string desc = "split(color=rank%2, key=-rank) then all_gather/all_reduce/broadcast on it, nranks=" + std::to_string(n);
@@ -262,7 +276,7 @@ void test_split(Comm& comm, uint64_t seed) {
     int m = static_cast<int>(members.size());
     std::string err;
     Comm sub;
-    guarded(desc, [&] { sub = comm.split(r % 2, -r); });
+    guarded(rep, desc, [&] { sub = comm.split(r % 2, -r); });
     if (!sub.valid()) {
       err = "split returned a null Comm for color " + std::to_string(r % 2);
     } else if (sub.size() != m || sub.rank() != expect_rank) {
@@ -278,7 +292,7 @@ void test_split(Comm& comm, uint64_t seed) {
       };
       for (size_t i = 0; i < cnt; ++i) x[i] = val(r, i);
       std::vector<double> z(cnt);
-      guarded(desc, [&] {
+      guarded(rep, desc, [&] {
         sub.all_gather(&mine, gathered.data(), 1, DataType::int32);
         sub.all_reduce(x.data(), y.data(), cnt, DataType::float32, ReduceOp::sum);
         // broadcast from new rank 0 (the highest old rank of this color)
@@ -302,7 +316,7 @@ void test_split(Comm& comm, uint64_t seed) {
       if (err.empty()) {
         Comm sub2;
         int64_t one = r, tot = -1;
-        guarded(desc + " [nested split]", [&] {
+        guarded(rep, desc + " [nested split]", [&] {
           sub2 = sub.split(5, sub.rank());
           if (sub2.valid()) sub2.reduce(&one, &tot, 1, DataType::int64, ReduceOp::sum, sub2.size() - 1);
         });
@@ -312,17 +326,17 @@ void test_split(Comm& comm, uint64_t seed) {
           err = "nested split gave a wrong communicator";
         else if (sub2.rank() == m - 1 && tot != e)
           err = "reduce on nested split: got " + std::to_string(tot) + " expected " + std::to_string(e);
-        if (sub2.valid()) guarded(desc + " [destroy nested]", [&] { sub2.destroy(); });
+        if (sub2.valid()) guarded(rep, desc + " [destroy nested]", [&] { sub2.destroy(); });
       }
     }
-    if (sub.valid()) guarded(desc + " [destroy]", [&] { sub.destroy(); });
-    g_rep.result(desc, err);
+    if (sub.valid()) guarded(rep, desc + " [destroy]", [&] { sub.destroy(); });
+    rep.result(desc, err);
   }
   {
     std::string desc = "split(color = rank==0 ? -1 : 7, key=0): null Comm on rank 0, all_reduce on the rest, nranks=" + std::to_string(n);
     std::string err;
     Comm sub;
-    guarded(desc, [&] { sub = comm.split(r == 0 ? -1 : 7, 0); });
+    guarded(rep, desc, [&] { sub = comm.split(r == 0 ? -1 : 7, 0); });
     if (r == 0) {
       if (sub.valid()) err = "color -1 returned a valid Comm";
       else {
@@ -339,35 +353,34 @@ void test_split(Comm& comm, uint64_t seed) {
     } else {
       std::vector<int64_t> x(65537), y(65537, -1);
       for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<int64_t>(mix64(seed + r * 100003 + i) >> 24);
-      guarded(desc, [&] { sub.all_reduce(x.data(), y.data(), x.size(), DataType::int64, ReduceOp::sum); });
+      guarded(rep, desc, [&] { sub.all_reduce(x.data(), y.data(), x.size(), DataType::int64, ReduceOp::sum); });
       for (size_t i = 0; i < x.size() && err.empty(); ++i) {
         int64_t e = 0;
         for (int q = 1; q < n; ++q) e += static_cast<int64_t>(mix64(seed + q * 100003 + i) >> 24);
         if (y[i] != e) err = "all_reduce on sub-communicator wrong at index " + std::to_string(i);
       }
-      guarded(desc + " [destroy]", [&] { sub.destroy(); });
+      guarded(rep, desc + " [destroy]", [&] { sub.destroy(); });
     }
-    g_rep.result(desc, err);
+    rep.result(desc, err);
   }
   // the parent still works after its children are gone
   auto c = make_case(comm, Collective::all_reduce, DataType::float32, ReduceOp::sum, 4097, false, -1, seed + 99);
   c->prepare();
-  guarded("all_reduce on parent after split", [&] { c->run_blocking(comm); });
-  g_rep.result("all_reduce on parent after split/destroy of children, nranks=" + std::to_string(n), c->check());
+  guarded(rep, "all_reduce on parent after split", [&] { c->run_blocking(comm); });
+  rep.result("all_reduce on parent after split/destroy of children, nranks=" + std::to_string(n), c->check());
 }
-
 
 }  // namespace
 
-void run_misc(Comm& comm, const Options& o) {
-  uint64_t s = mix64(o.seed ^ 0xabcdef);
-  test_p2p_ring(comm, o.types, s + 1);
-  test_p2p_async(comm, s + 2);
-  test_group_p2p(comm, s + 3);
-  test_async_mix(comm, s + 4);
-  test_async_returns_at_once(comm, s + 5);
-  test_barrier(comm);
-  test_split(comm, s + 6);
+void run_misc_tests(Comm& comm, Reporter& rep, const std::vector<DataType>& types, uint64_t seed) {
+  uint64_t s = mix64(seed ^ 0xabcdef);
+  test_p2p_ring(comm, rep, types, s + 1);
+  test_p2p_async(comm, rep, s + 2);
+  test_group_p2p(comm, rep, s + 3);
+  test_async_mix(comm, rep, s + 4);
+  test_async_returns_at_once(comm, rep, s + 5);
+  test_barrier(comm, rep);
+  test_split(comm, rep, s + 6);
 }
 
 }  // namespace strata_test

@@ -3,19 +3,51 @@
 // tests of every transport.
 #pragma once
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <iostream>
 #include <map>
+#include <random>
 #include <regex>
 #include <string>
 #include <vector>
 
-#include "test_proc.hpp"
+#include "tests/common/process.hpp"
 #include "transports/shm/shm_names.hpp"
 
 namespace strata_test {
+
+// A free TCP port on 127.0.0.1 (bind to port 0, read it back, close).
+inline int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  int port = ntohs(a.sin_port);
+  close(fd);
+  return port;
+}
+
+inline std::string random_secret_hex() {
+  std::random_device rd;
+  static const char* hex = "0123456789abcdef";
+  std::string s;
+  for (int i = 0; i < 32; ++i) s += hex[rd() % 16];
+  return s;
+}
 
 inline std::map<std::string, std::string> with(std::map<std::string, std::string> a,
                                                const std::map<std::string, std::string>& b) {

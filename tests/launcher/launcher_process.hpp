@@ -1,9 +1,11 @@
-// Test harness: runs strata-run as a child process and collects what it did.
+// Test harness: runs strata-run as a child process (through the tests' process runner)
+// and looks at what it and its ranks left behind.
 #pragma once
 
 #include <sys/types.h>
 
 #include <chrono>
+#include <map>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -11,41 +13,24 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/common/process.hpp"
+
 namespace launcher_test {
 
-struct LaunchResult {
-  int wait_status = 0;
-  bool timed_out = false;  // strata-run had to be killed by the harness
-  std::string out, err;
-  double seconds = 0;  // from start to exit
-  // The exit code, or -1 when strata-run itself died of a signal.
-  int exit_code() const;
-};
+using strata_test::Process;
+using strata_test::ProcResult;
 
-// A running strata-run. Its stdin is a pipe the harness keeps open until finish(), so a
-// rank that wrongly inherited it would block reading instead of seeing end-of-file.
-class Launch {
- public:
-  // `extra_env` ("NAME=value") is added to strata-run's environment (and so the ranks').
-  explicit Launch(const std::vector<std::string>& args,
-                  const std::vector<std::string>& extra_env = {});
-  ~Launch();
-  Launch(const Launch&) = delete;
-  Launch& operator=(const Launch&) = delete;
+// Starts strata-run with `args`. `extra_env` ("NAME=value") is added to its environment
+// (and so the ranks'). It is not put in a process group of its own, so that what it leaves
+// behind is seen, and its stdin is a pipe kept open until finish(): a rank that wrongly
+// inherited it would block reading instead of seeing end-of-file.
+Process start_launcher(const std::vector<std::string>& args, const std::vector<std::string>& extra_env = {});
 
-  pid_t pid() const { return pid_; }
-  // Collects output until strata-run exits; kills it after `timeout`.
-  LaunchResult finish(std::chrono::seconds timeout = std::chrono::seconds(20));
+// Seconds a launch may take before the harness kills strata-run.
+inline constexpr double kLaunchDeadline = 20;
 
- private:
-  pid_t pid_ = -1;
-  int stdin_fd_ = -1, stdout_fd_ = -1, stderr_fd_ = -1;
-  std::chrono::steady_clock::time_point started_;
-  bool finished_ = false;
-};
-
-LaunchResult run_launcher(const std::vector<std::string>& args,
-                          const std::vector<std::string>& extra_env = {});
+// Runs strata-run to the end (killed after kLaunchDeadline).
+ProcResult run_launcher(const std::vector<std::string>& args, const std::vector<std::string>& extra_env = {});
 
 // A fresh directory, removed with its contents at the end of the test.
 class TempDir {

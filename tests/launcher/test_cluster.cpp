@@ -103,10 +103,10 @@ std::map<int, Where> parse_where(const std::string& out) {
 
 TEST(Cluster, RanksOfAHostShareANamespaceAndHostsDoNot) {
   REQUIRE_NETNS();
-  Launch launch({"-n", "4", "--hosts", "2", "/bin/sh", "-c", kWhere});
+  Process launch = start_launcher({"-n", "4", "--hosts", "2", "/bin/sh", "-c", kWhere});
   pid_t pid = launch.pid();
-  LaunchResult r = launch.finish();
-  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  ProcResult r = launch.finish(kLaunchDeadline);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   std::map<int, Where> w = parse_where(r.out);
   ASSERT_EQ(w.size(), 4u) << r.out;
   std::string prefix = run_prefix(pid);
@@ -128,8 +128,8 @@ TEST(Cluster, RanksOfAHostShareANamespaceAndHostsDoNot) {
 
 TEST(Cluster, RanksSpreadAsEvenlyAsPossibleInBlocks) {
   REQUIRE_NETNS();
-  LaunchResult r = run_launcher({"-n", "5", "--hosts", "2", "/bin/sh", "-c", kWhere});
-  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  ProcResult r = run_launcher({"-n", "5", "--hosts", "2", "/bin/sh", "-c", kWhere});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   std::map<int, Where> w = parse_where(r.out);
   ASSERT_EQ(w.size(), 5u) << r.out;
   const char* local_rank[] = {"0", "1", "2", "0", "1"};
@@ -144,10 +144,10 @@ TEST(Cluster, RanksSpreadAsEvenlyAsPossibleInBlocks) {
 
 TEST(Cluster, OneHostIsANamespaceWithLoopbackOnly) {
   REQUIRE_NETNS();
-  LaunchResult r = run_launcher(
+  ProcResult r = run_launcher(
       {"-n", "2", "--hosts", "1", "/bin/sh", "-c",
        std::string(kWhere) + "; echo \"links $(ip -o link show | wc -l)\""});
-  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   std::map<int, Where> w = parse_where(r.out);
   ASSERT_EQ(w.size(), 2u) << r.out;
   EXPECT_EQ(w[0].netns, w[1].netns);
@@ -159,9 +159,9 @@ TEST(Cluster, OneHostIsANamespaceWithLoopbackOnly) {
 
 TEST(Cluster, RanksReachTheRootAcrossHosts) {
   REQUIRE_NETNS();
-  LaunchResult r =
+  ProcResult r =
       run_launcher({"-n", "4", "--hosts", "2", STRATA_NET_PROBE_PATH, "100000"});
-  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   std::map<int, std::string> peers;
   for (const auto& line : split_lines(r.out)) {
     std::smatch m;
@@ -180,11 +180,11 @@ TEST(Cluster, ThreeHostsThroughABridgeOnAChosenSubnet) {
                        "; if [ $STRATA_RANK = 0 ]; then echo \"netns $(ls /run/netns | "
                        "grep \"^strata-$PPID-\" | sort | tr '\\n' ' ')\"; fi; exec " +
                        STRATA_NET_PROBE_PATH + " 1000";
-  Launch launch(
+  Process launch = start_launcher(
       {"-n", "3", "--hosts", "3", "--subnet", "192.168.77.0/29", "/bin/sh", "-c", script});
   pid_t pid = launch.pid();
-  LaunchResult r = launch.finish();
-  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  ProcResult r = launch.finish(kLaunchDeadline);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string p = run_prefix(pid);
   EXPECT_EQ(keyed(r.out, "netns")[0], p + "h0 " + p + "h1 " + p + "h2 " + p + "sw ");
   std::map<int, Where> w = parse_where(r.out);
@@ -212,12 +212,12 @@ TEST(ClusterCleanup, AfterAFailingRankWithStrayProcesses) {
                        "setsid sleep 30 & record stray $!; "
                        "if [ \"$STRATA_RANK\" = 3 ]; then record rank $$; await_ranks 4; "
                        "exit 5; fi; record rank $$; exec sleep 30";
-  Launch launch({"-n", "4", "--hosts", "2", "/bin/sh", "-c", script}, {dir.env()});
+  Process launch = start_launcher({"-n", "4", "--hosts", "2", "/bin/sh", "-c", script}, {dir.env()});
   pid_t pid = launch.pid();
-  LaunchResult r = launch.finish();
-  EXPECT_EQ(r.exit_code(), 5) << r.err;
+  ProcResult r = launch.finish(kLaunchDeadline);
+  EXPECT_EQ(r.exit_code, 5) << r.err;
   EXPECT_TRUE(contains(r.err, "strata-run: rank 3 exited with status 5\n"));
-  EXPECT_LT(r.seconds, 10);
+  EXPECT_LT(r.elapsed_s, 10);
   EXPECT_EQ(leftover_netns(pid), std::set<std::string>{});
   std::set<pid_t> pids = recorded_pids(dir.path());
   EXPECT_EQ(pids.size(), 8u);
@@ -230,21 +230,21 @@ TEST_P(ClusterSignal, NamespacesGoWhenStrataRunIsStopped) {
   REQUIRE_NETNS();
   const int sig = GetParam();
   TempDir dir;
-  Launch launch({"-n", "3", "--hosts", "3", "/bin/sh", "-c",
+  Process launch = start_launcher({"-n", "3", "--hosts", "3", "/bin/sh", "-c",
                  std::string(kRecordFn) + "record rank $$; exec sleep 30"},
                 {dir.env()});
   pid_t pid = launch.pid();
   ASSERT_TRUE(wait_for_recorded(dir.path(), 3, 5000ms)) << "ranks did not start";
   EXPECT_EQ(leftover_netns(pid).size(), 4u) << "3 hosts and a switch while it runs";
   kill(pid, sig);
-  LaunchResult r = launch.finish();
-  EXPECT_FALSE(r.timed_out);
+  ProcResult r = launch.finish(kLaunchDeadline);
+  EXPECT_FALSE(r.killed_by_deadline);
   EXPECT_EQ(survivors(recorded_pids(dir.path())), std::set<pid_t>{});
   if (sig == SIGKILL) {
     // No chance to clean up: strata-run's watchdog does it once strata-run is gone.
     EXPECT_EQ(leftover_netns(pid, 5000ms), std::set<std::string>{});
   } else {
-    EXPECT_EQ(r.exit_code(), 128 + sig);
+    EXPECT_EQ(r.exit_code, 128 + sig);
     EXPECT_EQ(leftover_netns(pid), std::set<std::string>{}) << "gone before strata-run exits";
   }
 }
@@ -261,10 +261,10 @@ TEST(ClusterCleanup, NamespacesOfADeadRunAreRemovedByTheNextRun) {
   waitpid(dead, nullptr, 0);
   std::string stale = run_prefix(dead) + "h0";
   ASSERT_EQ(std::system(("ip netns add " + stale).c_str()), 0);
-  LaunchResult r = run_launcher({"-n", "2", "--hosts", "2", "/bin/sh", "-c", "true"});
+  ProcResult r = run_launcher({"-n", "2", "--hosts", "2", "/bin/sh", "-c", "true"});
   bool still_there = netns_named(stale) == std::set<std::string>{stale};
   if (still_there) std::system(("ip netns del " + stale).c_str());
-  EXPECT_EQ(r.exit_code(), 0) << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(still_there);
   EXPECT_TRUE(contains(r.err, "removed network namespaces left by an earlier run: " + stale));
 }
@@ -288,9 +288,9 @@ void expect_near_rate(double measured, double configured, const std::string& wha
 
 TEST(ClusterShaping, LinkRateLimitsBothDirections) {
   REQUIRE_NETNS();
-  LaunchResult r = run_launcher(
+  ProcResult r = run_launcher(
       {"-n", "2", "--hosts", "2", "--link-rate", "100mbit", STRATA_NET_PROBE_PATH, "5000000"});
-  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   auto up = keyed(r.out, "up"), down = keyed(r.out, "down");
   ASSERT_EQ(up.size(), 1u) << r.out;
   ASSERT_EQ(down.size(), 1u) << r.out;
@@ -302,9 +302,9 @@ TEST(ClusterShaping, SwitchPortLimitsTrafficIntoAHost) {
   REQUIRE_NETNS();
   // Two hosts send to host 0 at once: each of their own links would carry 100 Mbit/s,
   // the switch port towards host 0 lets 100 Mbit/s through in all.
-  LaunchResult r = run_launcher(
+  ProcResult r = run_launcher(
       {"-n", "3", "--hosts", "3", "--link-rate", "100mbit", STRATA_NET_PROBE_PATH, "2500000"});
-  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   auto up = keyed(r.out, "up");
   ASSERT_EQ(up.size(), 1u) << r.out;
   expect_near_rate(mbit_per_s(up[0]), 100, "hosts 1 and 2 -> host 0");
@@ -314,9 +314,9 @@ TEST(ClusterShaping, UnshapedLinksAreFaster) {
   REQUIRE_NETNS();
   // The control for the tests above: without --link-rate the same transfer is not held
   // to 100 Mbit/s (a veth pair does several Gbit/s even on a busy machine).
-  LaunchResult r =
+  ProcResult r =
       run_launcher({"-n", "2", "--hosts", "2", STRATA_NET_PROBE_PATH, "5000000"});
-  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   auto up = keyed(r.out, "up");
   ASSERT_EQ(up.size(), 1u) << r.out;
   EXPECT_GT(mbit_per_s(up[0]), 200) << up[0];

@@ -38,8 +38,8 @@ const std::regex kRootRe(R"(^127\.0\.0\.1:(\d+)$)");
 
 TEST(Environment, EveryRankGetsItsOwnRankAndTheSameJob) {
   constexpr int kRanks = 4;
-  LaunchResult r = run_launcher({"-n", std::to_string(kRanks), "/bin/sh", "-c", kPrintEnv});
-  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  ProcResult r = run_launcher({"-n", std::to_string(kRanks), "/bin/sh", "-c", kPrintEnv});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<RankEnv> envs = parse_env_lines(r.out);
   ASSERT_EQ(envs.size(), size_t{kRanks}) << r.out;
 
@@ -78,12 +78,12 @@ TEST(Environment, FreshValuesReplaceInheritedOnesAndTheRestPassesThrough) {
   std::string script = std::string(kPrintEnv) +
                        "; echo \"mine $MY_VAR\"; "
                        "echo \"count $(env | grep -c -e '^STRATA_ROOT=' -e '^STRATA_RANK=')\"";
-  LaunchResult r = run_launcher(
+  ProcResult r = run_launcher(
       {"-n", "2", "/bin/sh", "-c", script},
       {"STRATA_ROOT=10.1.2.3:999", "STRATA_SECRET=00112233445566778899aabbccddeeff",
        "STRATA_RANK=7", "STRATA_WORLD_SIZE=9", "STRATA_LOCAL_RANK=7", "STRATA_LOCAL_SIZE=9",
        "MY_VAR=kept as is"});
-  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
 
   std::string env_lines, other_lines;
   for (const auto& line : split_lines(r.out))
@@ -107,10 +107,10 @@ TEST(Environment, FreshValuesReplaceInheritedOnesAndTheRestPassesThrough) {
 }
 
 TEST(Environment, EachJobGetsANewSecret) {
-  LaunchResult a = run_launcher({"-n", "1", "/bin/sh", "-c", kPrintEnv});
-  LaunchResult b = run_launcher({"-n", "1", "/bin/sh", "-c", kPrintEnv});
-  ASSERT_EQ(a.exit_code(), 0);
-  ASSERT_EQ(b.exit_code(), 0);
+  ProcResult a = run_launcher({"-n", "1", "/bin/sh", "-c", kPrintEnv});
+  ProcResult b = run_launcher({"-n", "1", "/bin/sh", "-c", kPrintEnv});
+  ASSERT_EQ(a.exit_code, 0);
+  ASSERT_EQ(b.exit_code, 0);
   auto ea = parse_env_lines(a.out), eb = parse_env_lines(b.out);
   ASSERT_EQ(ea.size(), 1u);
   ASSERT_EQ(eb.size(), 1u);
@@ -119,19 +119,19 @@ TEST(Environment, EachJobGetsANewSecret) {
 
 TEST(Environment, StdinIsDevNull) {
   // strata-run's own stdin is a pipe that stays open: a rank reading it would hang.
-  LaunchResult r = run_launcher(
+  ProcResult r = run_launcher(
       {"-n", "2", "/bin/sh", "-c", "cat; echo \"stdin $(readlink /proc/self/fd/0)\""});
-  ASSERT_FALSE(r.timed_out);
-  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  ASSERT_FALSE(r.killed_by_deadline);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "[0] stdin /dev/null\n"));
   EXPECT_TRUE(contains(r.out, "[1] stdin /dev/null\n"));
 }
 
 TEST(Environment, EachRankLeadsItsOwnProcessGroup) {
   // Field 5 of /proc/PID/stat is the process group (comm "sh" has no spaces).
-  LaunchResult r = run_launcher(
+  ProcResult r = run_launcher(
       {"-n", "3", "/bin/sh", "-c", "echo \"$$ $(cut -d' ' -f5 /proc/$$/stat)\""});
-  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   std::set<std::string> groups;
   for (const auto& line : split_lines(r.out)) {
     std::smatch m;

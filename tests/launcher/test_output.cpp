@@ -9,9 +9,9 @@ namespace launcher_test {
 namespace {
 
 TEST(Output, StdoutAndStderrKeepTheirStreamsWithPrefixes) {
-  LaunchResult r = run_launcher(
+  ProcResult r = run_launcher(
       {"-n", "2", "/bin/sh", "-c", "echo \"out $STRATA_RANK\"; echo \"err $STRATA_RANK\" >&2"});
-  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   auto out = split_lines(r.out), err = split_lines(r.err);
   std::sort(out.begin(), out.end());
   std::sort(err.begin(), err.end());
@@ -20,17 +20,17 @@ TEST(Output, StdoutAndStderrKeepTheirStreamsWithPrefixes) {
 }
 
 TEST(Output, NoPrefix) {
-  LaunchResult r =
+  ProcResult r =
       run_launcher({"--no-prefix", "-n", "1", "/bin/sh", "-c", "echo plain; echo e >&2"});
-  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "plain\n");
   EXPECT_EQ(r.err, "e\n");
 }
 
 TEST(Output, UnterminatedLastLineIsFlushedWithANewline) {
-  LaunchResult r = run_launcher(
+  ProcResult r = run_launcher(
       {"-n", "1", "/bin/sh", "-c", "printf 'a\\n\\nno newline'; printf 'half' >&2"});
-  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "[0] a\n[0] \n[0] no newline\n");
   EXPECT_EQ(r.err, "[0] half\n");
 }
@@ -46,8 +46,8 @@ TEST(Output, LinesOfDifferentRanksNeverMix) {
       "  if [ $((i % 2)) = 0 ]; then echo \"r$STRATA_RANK l$i $p\"; "
       "  else echo \"r$STRATA_RANK l$i $p\" >&2; fi; i=$((i + 1)); "
       "done";
-  LaunchResult r = run_launcher({"-n", std::to_string(kRanks), "/bin/sh", "-c", script});
-  ASSERT_EQ(r.exit_code(), 0) << r.err.substr(0, 2000);
+  ProcResult r = run_launcher({"-n", std::to_string(kRanks), "/bin/sh", "-c", script});
+  ASSERT_EQ(r.exit_code, 0) << r.err.substr(0, 2000);
 
   // Parsed by hand: std::regex recurses per character and would overflow on such lines.
   const std::regex head_re(R"(^\[(\d)\] r(\d) l(\d+) $)");
@@ -73,15 +73,15 @@ TEST(Output, LinesOfDifferentRanksNeverMix) {
 }
 
 TEST(Output, OptionsAfterTheCommandBelongToTheCommand) {
-  LaunchResult r =
+  ProcResult r =
       run_launcher({"-n", "1", "/bin/sh", "-c", "echo \"$*\"", "sh", "--no-prefix", "-n", "5"});
-  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "[0] --no-prefix -n 5\n");
 }
 
 TEST(Output, DoubleDashEndsOptions) {
-  LaunchResult r = run_launcher({"-n", "1", "--", "/bin/sh", "-c", "echo hi"});
-  ASSERT_EQ(r.exit_code(), 0) << r.err;
+  ProcResult r = run_launcher({"-n", "1", "--", "/bin/sh", "-c", "echo hi"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "[0] hi\n");
 }
 

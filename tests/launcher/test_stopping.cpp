@@ -21,8 +21,8 @@ using namespace std::chrono_literals;
 const std::string kWaitForever = "sleep 30 & record child $!; record rank $$; wait";
 
 TEST(Stopping, AllRanksSucceed) {
-  LaunchResult r = run_launcher({"-n", "3", "/bin/sh", "-c", "exit 0"});
-  EXPECT_EQ(r.exit_code(), 0) << r.err;
+  ProcResult r = run_launcher({"-n", "3", "/bin/sh", "-c", "exit 0"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
 }
 
@@ -32,9 +32,9 @@ TEST(Stopping, FailingRankStopsTheOthers) {
       std::string(kRecordFn) +
       "if [ \"$STRATA_RANK\" = 2 ]; then record rank $$; await_ranks 4; exit 3; fi; " +
       kWaitForever;
-  LaunchResult r = run_launcher({"-n", "4", "/bin/sh", "-c", script}, {dir.env()});
-  EXPECT_EQ(r.exit_code(), 3) << "the failing rank's status";
-  EXPECT_LT(r.seconds, 10);
+  ProcResult r = run_launcher({"-n", "4", "/bin/sh", "-c", script}, {dir.env()});
+  EXPECT_EQ(r.exit_code, 3) << "the failing rank's status";
+  EXPECT_LT(r.elapsed_s, 10);
   EXPECT_TRUE(contains(r.err, "strata-run: rank 2 exited with status 3\n"));
   std::set<pid_t> pids = recorded_pids(dir.path());
   EXPECT_EQ(pids.size(), 7u) << "4 ranks and 3 children";
@@ -55,8 +55,8 @@ TEST(Stopping, LeftoverSegmentsOfTheJobAreRemoved) {
       // before it ran at all (seen in CI).
       "if [ \"$STRATA_RANK\" = 1 ]; then i=0; while [ ! -s \"$TESTDIR/seg.0\" ] && [ $i -lt 500 ]; do "
       "sleep 0.01; i=$((i+1)); done; kill -9 $$; fi; exit 0";
-  LaunchResult r = run_launcher({"-n", "2", "/bin/sh", "-c", script}, {dir.env()});
-  EXPECT_EQ(r.exit_code(), 128 + SIGKILL) << r.err;
+  ProcResult r = run_launcher({"-n", "2", "/bin/sh", "-c", script}, {dir.env()});
+  EXPECT_EQ(r.exit_code, 128 + SIGKILL) << r.err;
   for (int rank : {0, 1}) {
     std::ifstream in(dir.path() / ("seg." + std::to_string(rank)));
     std::string seg;
@@ -72,11 +72,11 @@ TEST(Stopping, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
   std::string script = std::string(kRecordFn) +
                        "if [ \"$STRATA_RANK\" = 0 ]; then await_ranks 1; exit 1; fi; "
                        "trap '' TERM; " + kWaitForever;
-  LaunchResult r =
+  ProcResult r =
       run_launcher({"--grace", "0.5", "-n", "2", "/bin/sh", "-c", script}, {dir.env()});
-  EXPECT_EQ(r.exit_code(), 1);
-  EXPECT_GE(r.seconds, 0.5) << "SIGKILL came before the grace period was over";
-  EXPECT_LT(r.seconds, 5);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_GE(r.elapsed_s, 0.5) << "SIGKILL came before the grace period was over";
+  EXPECT_LT(r.elapsed_s, 5);
   EXPECT_TRUE(contains(r.err, "strata-run: rank 0 exited with status 1\n"));
   EXPECT_TRUE(contains(r.err, "sending SIGKILL"));
   std::set<pid_t> pids = recorded_pids(dir.path());
@@ -89,17 +89,17 @@ TEST(Stopping, RankKilledBySignalIsReported) {
   std::string script = std::string(kRecordFn) +
                        "if [ \"$STRATA_RANK\" = 1 ]; then await_ranks 1; kill -KILL $$; fi; " +
                        kWaitForever;
-  LaunchResult r = run_launcher({"-n", "2", "/bin/sh", "-c", script}, {dir.env()});
-  EXPECT_EQ(r.exit_code(), 128 + SIGKILL);
-  EXPECT_LT(r.seconds, 10);
+  ProcResult r = run_launcher({"-n", "2", "/bin/sh", "-c", script}, {dir.env()});
+  EXPECT_EQ(r.exit_code, 128 + SIGKILL);
+  EXPECT_LT(r.elapsed_s, 10);
   EXPECT_TRUE(contains(r.err, "strata-run: rank 1 killed by signal SIGKILL\n"));
   EXPECT_EQ(survivors(recorded_pids(dir.path())), std::set<pid_t>{});
 }
 
 TEST(Stopping, CommandNotFound) {
-  LaunchResult r = run_launcher({"-n", "2", "strata-no-such-command"});
-  EXPECT_EQ(r.exit_code(), 127);
-  EXPECT_LT(r.seconds, 10);
+  ProcResult r = run_launcher({"-n", "2", "strata-no-such-command"});
+  EXPECT_EQ(r.exit_code, 127);
+  EXPECT_LT(r.elapsed_s, 10);
   // The first rank to fail gets the others stopped, possibly before they reach exec: only
   // one message is certain.
   EXPECT_TRUE(std::regex_search(
@@ -110,8 +110,8 @@ TEST(Stopping, CommandNotFound) {
       std::regex_search(r.err, std::regex(R"(strata-run: rank \d exited with status 127\n)")))
       << r.err;
 
-  LaunchResult by_path = run_launcher({"-n", "1", "/nonexistent/dir/prog"});
-  EXPECT_EQ(by_path.exit_code(), 127);
+  ProcResult by_path = run_launcher({"-n", "1", "/nonexistent/dir/prog"});
+  EXPECT_EQ(by_path.exit_code, 127);
   EXPECT_TRUE(contains(by_path.err, "cannot execute /nonexistent/dir/prog"));
 }
 
@@ -119,9 +119,9 @@ TEST(Stopping, LeftoverBackgroundProcessesDoNotHoldTheJob) {
   // The background sleep keeps the rank's stdout open; the job still ends with the rank.
   TempDir dir;
   std::string script = std::string(kRecordFn) + "sleep 30 & record child $!; echo done";
-  LaunchResult r = run_launcher({"-n", "2", "/bin/sh", "-c", script}, {dir.env()});
-  EXPECT_EQ(r.exit_code(), 0) << r.err;
-  EXPECT_LT(r.seconds, 5);
+  ProcResult r = run_launcher({"-n", "2", "/bin/sh", "-c", script}, {dir.env()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LT(r.elapsed_s, 5);
   EXPECT_TRUE(contains(r.out, "[1] done\n"));
   std::set<pid_t> pids = recorded_pids(dir.path());
   EXPECT_EQ(pids.size(), 2u);
@@ -133,14 +133,14 @@ class SignalToLauncher : public ::testing::TestWithParam<int> {};
 TEST_P(SignalToLauncher, StopsAllRanks) {
   const int sig = GetParam();
   TempDir dir;
-  Launch launch({"-n", "3", "/bin/sh", "-c", std::string(kRecordFn) + kWaitForever},
+  Process launch = start_launcher({"-n", "3", "/bin/sh", "-c", std::string(kRecordFn) + kWaitForever},
                 {dir.env()});
   ASSERT_TRUE(wait_for_recorded(dir.path(), 6, 5000ms)) << "ranks did not start";
   kill(launch.pid(), sig);
-  LaunchResult r = launch.finish();
-  EXPECT_FALSE(r.timed_out);
-  EXPECT_EQ(r.exit_code(), 128 + sig);
-  EXPECT_LT(r.seconds, 8);
+  ProcResult r = launch.finish(kLaunchDeadline);
+  EXPECT_FALSE(r.killed_by_deadline);
+  EXPECT_EQ(r.exit_code, 128 + sig);
+  EXPECT_LT(r.elapsed_s, 8);
   EXPECT_TRUE(contains(r.err, "strata-run: got SIG"));
   EXPECT_EQ(survivors(recorded_pids(dir.path())), std::set<pid_t>{});
 }
@@ -150,28 +150,28 @@ INSTANTIATE_TEST_SUITE_P(Signals, SignalToLauncher, ::testing::Values(SIGINT, SI
 
 TEST(Stopping, SecondSignalKillsAtOnce) {
   TempDir dir;
-  Launch launch({"--grace", "20", "-n", "2", "/bin/sh", "-c",
+  Process launch = start_launcher({"--grace", "20", "-n", "2", "/bin/sh", "-c",
                  std::string(kRecordFn) + "trap '' TERM; " + kWaitForever},
                 {dir.env()});
   ASSERT_TRUE(wait_for_recorded(dir.path(), 4, 5000ms));
   kill(launch.pid(), SIGTERM);
   std::this_thread::sleep_for(200ms);
   kill(launch.pid(), SIGTERM);
-  LaunchResult r = launch.finish();
-  EXPECT_EQ(r.exit_code(), 128 + SIGTERM);
-  EXPECT_LT(r.seconds, 8) << "did not wait for the 20 s grace period";
+  ProcResult r = launch.finish(kLaunchDeadline);
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM);
+  EXPECT_LT(r.elapsed_s, 8) << "did not wait for the 20 s grace period";
   EXPECT_EQ(survivors(recorded_pids(dir.path())), std::set<pid_t>{});
 }
 
 TEST(Stopping, RanksDieWithAKilledLauncher) {
   // SIGKILL leaves strata-run no chance to clean up; the ranks must not live on.
   TempDir dir;
-  Launch launch(
+  Process launch = start_launcher(
       {"-n", "2", "/bin/sh", "-c", std::string(kRecordFn) + "record rank $$; exec sleep 30"},
       {dir.env()});
   ASSERT_TRUE(wait_for_recorded(dir.path(), 2, 5000ms));
   kill(launch.pid(), SIGKILL);
-  launch.finish();
+  launch.finish(kLaunchDeadline);
   EXPECT_EQ(survivors(recorded_pids(dir.path())), std::set<pid_t>{});
 }
 

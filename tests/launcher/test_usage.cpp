@@ -18,8 +18,8 @@ void PrintTo(const BadUsage& u, std::ostream* os) {
 class UsageError : public ::testing::TestWithParam<BadUsage> {};
 
 TEST_P(UsageError, ExitsWithStatus2AndExplains) {
-  LaunchResult r = run_launcher(GetParam().args);
-  EXPECT_EQ(r.exit_code(), 2);
+  ProcResult r = run_launcher(GetParam().args);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(contains(r.err, GetParam().message));
   EXPECT_TRUE(contains(r.err, "usage: strata-run -n N"));
   EXPECT_EQ(r.out, "");
@@ -77,8 +77,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(Usage, HelpGoesToStdoutAndSucceeds) {
   for (const char* flag : {"-h", "--help"}) {
-    LaunchResult r = run_launcher({flag});
-    EXPECT_EQ(r.exit_code(), 0) << flag;
+    ProcResult r = run_launcher({flag});
+    EXPECT_EQ(r.exit_code, 0) << flag;
     EXPECT_TRUE(contains(r.out, "usage: strata-run -n N"));
     EXPECT_TRUE(contains(r.out, "exit status:"));
     EXPECT_EQ(r.err, "");
@@ -91,8 +91,8 @@ TEST(Usage, SpellingsOfOptionsWithValues) {
            {"--grace=0.25", "-n", "2"}, {"--grace", "0", "-n", "2"}}) {
     std::vector<std::string> full = args;
     full.insert(full.end(), {"/bin/sh", "-c", "echo $STRATA_WORLD_SIZE"});
-    LaunchResult r = run_launcher(full);
-    EXPECT_EQ(r.exit_code(), 0) << args[0] << ": " << r.err;
+    ProcResult r = run_launcher(full);
+    EXPECT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
     EXPECT_EQ(split_lines(r.out).size(), 2u) << args[0];
     EXPECT_TRUE(contains(r.out, "] 2\n")) << args[0];
   }
@@ -104,12 +104,12 @@ TEST(Usage, EverythingFromTheCommandOnIsItsOwn) {
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"-n", "1", "--no-prefix", "/bin/echo", "--grace", "-n", "5", "--", "-h"},
            {"-n", "1", "--no-prefix", "--", "/bin/echo", "--grace", "-n", "5", "--", "-h"}}) {
-    LaunchResult r = run_launcher(args);
-    EXPECT_EQ(r.exit_code(), 0) << r.err;
+    ProcResult r = run_launcher(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out, "--grace -n 5 -- -h\n");
   }
-  LaunchResult r = run_launcher({"-n", "1", "--no-prefix", "--", "--", "x"});
-  EXPECT_EQ(r.exit_code(), 127);  // the command is "--"
+  ProcResult r = run_launcher({"-n", "1", "--no-prefix", "--", "--", "x"});
+  EXPECT_EQ(r.exit_code, 127);  // the command is "--"
 }
 
 }  // namespace

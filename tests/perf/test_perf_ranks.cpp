@@ -17,7 +17,7 @@ void expect_validated_run(const std::string& coll, const std::string& transport)
   const auto r = run_launcher({"-n", "3", "--no-prefix", STRATA_PERF_PATH, coll, "-b", "8", "-e", "256K", "-f",
                                "8", "-n", "3", "-w", "1", "-c", "1"},
                               {"STRATA_TRANSPORT=" + transport});
-  EXPECT_EQ(r.exit_code(), 0) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "# Out of bounds values : 0 OK")) << r.out;
   EXPECT_TRUE(contains(r.out, "262144")) << "the largest size is missing:\n" << r.out;
 }

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "test_proc.hpp"
+#include "tests/common/process.hpp"
 
 namespace train_test {
 

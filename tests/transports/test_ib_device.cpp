@@ -12,7 +12,7 @@
 #include "ground/reduce.hpp"
 #include "strata/error.hpp"
 #include "strata/strata.hpp"
-#include "test_proc.hpp"
+#include "tests/common/process.hpp"
 #include "transports/link_setup.hpp"
 
 using namespace strata_test;
