@@ -118,44 +118,35 @@ struct FloatBase {
   static constexpr bool is_signed = true;
 };
 
-template <>
-struct TT<strata::DataType::float16> : FloatBase {
-  using S = uint16_t;
-  static constexpr bool small_int_sums = true;  // sums are exact
-  static constexpr long double ulp_rel = 0x1p-10L;   // ulp(x) <= ulp_rel * |x|
-  static C dec(S s) { return f16_to_ld(s); }
-  static S enc(C c) { return f32_to_f16(static_cast<float>(c)); }
-  static S from_int(int v) { return enc(v); }
-  static S gen_sum(uint64_t h, int n) {
-    int R = std::max(1, std::min(64, 2048 / n));
-    return enc(static_cast<int>(h % (2 * R + 1)) - R);
-  }
-  static S gen_any(uint64_t h) { return enc((static_cast<int>(h % 4001) - 2000) / 4.0L); }
-  static std::string show(S s) {
-    char b[64];
-    snprintf(b, sizeof b, "%.8Lg (0x%04x)", dec(s), s);
-    return b;
-  }
-};
-template <>
-struct TT<strata::DataType::bfloat16> : FloatBase {
+// 16-bit floats: small integer sums are exact. `Mantissa` bits; sums draw from
+// [-R, R] with R = min(SumRange, SumBudget / n); other inputs are (k - AnyHalf) / AnyDiv
+// for k in [0, 2 * AnyHalf].
+template <long double (*Dec)(uint16_t), uint16_t (*Enc)(float), int Mantissa, int SumRange, int SumBudget,
+          int AnyHalf, int AnyDiv>
+struct HalfTraits : FloatBase {
   using S = uint16_t;
   static constexpr bool small_int_sums = true;
-  static constexpr long double ulp_rel = 0x1p-7L;
-  static C dec(S s) { return bf16_to_ld(s); }
-  static S enc(C c) { return f32_to_bf16(static_cast<float>(c)); }
+  static constexpr long double ulp_rel = 1.0L / (1 << Mantissa);  // ulp(x) <= ulp_rel * |x|
+  static C dec(S s) { return Dec(s); }
+  static S enc(C c) { return Enc(static_cast<float>(c)); }
   static S from_int(int v) { return enc(v); }
   static S gen_sum(uint64_t h, int n) {
-    int R = std::max(1, std::min(16, 256 / n));
+    int R = std::max(1, std::min(SumRange, SumBudget / n));
     return enc(static_cast<int>(h % (2 * R + 1)) - R);
   }
-  static S gen_any(uint64_t h) { return enc((static_cast<int>(h % 255) - 127) / 2.0L); }
+  static S gen_any(uint64_t h) {
+    return enc((static_cast<int>(h % (2 * AnyHalf + 1)) - AnyHalf) / static_cast<long double>(AnyDiv));
+  }
   static std::string show(S s) {
     char b[64];
     snprintf(b, sizeof b, "%.8Lg (0x%04x)", dec(s), s);
     return b;
   }
 };
+template <>
+struct TT<strata::DataType::float16> : HalfTraits<f16_to_ld, f32_to_f16, 10, 64, 2048, 2000, 4> {};
+template <>
+struct TT<strata::DataType::bfloat16> : HalfTraits<bf16_to_ld, f32_to_bf16, 7, 16, 256, 127, 2> {};
 template <>
 struct TT<strata::DataType::float32> : FloatBase {
   using S = float;

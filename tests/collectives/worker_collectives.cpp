@@ -42,16 +42,16 @@ class CollCase : public CaseBase {
       b_.fill_sentinel();
       return b_.data();
     };
+    // send is `a`; recv is `a` too in place, else a fresh output of `out_elems`.
+    auto same_or_fresh = [&](size_t out_elems) {
+      send_ = a_.data();
+      recv_ = inplace ? a_.data() : fresh_output(out_elems * sz);
+    };
     switch (k_.coll) {
       case Collective::all_reduce:
         a_.alloc(c * sz);
         fill_in(a_, c, 0, 0);
-        if (inplace) {
-          send_ = recv_ = a_.data();
-        } else {
-          send_ = a_.data();
-          recv_ = fresh_output(c * sz);
-        }
+        same_or_fresh(c);
         break;
       case Collective::reduce_scatter:
         a_.alloc(nc * sz);
@@ -84,12 +84,7 @@ class CollCase : public CaseBase {
           a_.fill_sentinel();
         else
           fill_in(a_, c, 0, 0);
-        if (inplace) {
-          send_ = recv_ = a_.data();
-        } else {
-          send_ = a_.data();
-          recv_ = fresh_output(c * sz);
-        }
+        same_or_fresh(c);
         break;
       case Collective::reduce:
         a_.alloc(c * sz);
@@ -106,12 +101,7 @@ class CollCase : public CaseBase {
       case Collective::all_to_all:
         a_.alloc(nc * sz);
         fill_in(a_, nc, 0, 0);
-        send_ = a_.data();
-        if (inplace) {
-          recv_ = a_.data();
-        } else {
-          recv_ = fresh_output(nc * sz);
-        }
+        same_or_fresh(nc);
         break;
       default:
         throw InvalidUsage(std::string("no case for ") + name(k_.coll));

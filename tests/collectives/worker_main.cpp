@@ -43,6 +43,23 @@ std::vector<std::string> split_list(const std::string& s) {
   exit(3);
 }
 
+// The comma-separated names in `list`, each read by `parse` (an empty optional: unknown).
+template <class Parse>
+auto parse_names(const std::string& list, Parse parse, const char* what) {
+  std::vector<typename decltype(parse(std::string()))::value_type> v;
+  for (auto& s : split_list(list)) {
+    auto x = parse(s);
+    if (!x) usage(std::string("unknown ") + what + " " + s);
+    v.push_back(*x);
+  }
+  return v;
+}
+
+std::optional<Collective> parse_matrix_collective(const std::string& s) {
+  auto c = parse_collective(s);
+  return c && in_matrix(*c) ? c : std::nullopt;
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 0; i < kNumCollectives; ++i)
@@ -62,28 +79,10 @@ Options parse(int argc, char** argv) {
     else if (a == "--misc") o.misc = 1;
     else if (a == "--no-misc") o.misc = 0;
     else if (a == "--verbose") o.verbose = true;
-    else if (auto v = val("--colls")) {
-      o.colls.clear();
-      for (auto& s : split_list(*v)) {
-        auto c = parse_collective(s);
-        if (!c || !in_matrix(*c)) usage("unknown collective " + s);
-        o.colls.push_back(*c);
-      }
-    } else if (auto v = val("--types")) {
-      o.types.clear();
-      for (auto& s : split_list(*v)) {
-        auto t = parse_datatype(s);
-        if (!t) usage("unknown type " + s);
-        o.types.push_back(*t);
-      }
-    } else if (auto v = val("--ops")) {
-      o.ops.clear();
-      for (auto& s : split_list(*v)) {
-        auto op = parse_reduce_op(s);
-        if (!op) usage("unknown op " + s);
-        o.ops.push_back(*op);
-      }
-    } else if (auto v = val("--sizes")) {
+    else if (auto v = val("--colls")) o.colls = parse_names(*v, parse_matrix_collective, "collective");
+    else if (auto v = val("--types")) o.types = parse_names(*v, parse_datatype, "type");
+    else if (auto v = val("--ops")) o.ops = parse_names(*v, parse_reduce_op, "op");
+    else if (auto v = val("--sizes")) {
       std::vector<size_t> s;
       for (auto& x : split_list(*v)) s.push_back(std::stoull(x));
       o.sizes = s;

@@ -121,27 +121,29 @@ struct Child {
     }
     record(st);
   }
-  // One read from stream k; closes it at end-of-file or on an error.
-  void read_from(int k) {
+  // One read from stream k: > 0 bytes appended, 0 at end-of-file, < 0 on an error.
+  ssize_t read_once(int k) {
     char buf[65536];
     ssize_t r = read(fd[k], buf, sizeof buf);
-    if (r > 0) {
-      (k == 0 ? res.out : res.err).append(buf, static_cast<size_t>(r));
-    } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
-      close(fd[k]);
-      fd[k] = -1;
-    }
+    if (r > 0) (k == 0 ? res.out : res.err).append(buf, static_cast<size_t>(r));
+    return r;
+  }
+  void close_stream(int k) {
+    close(fd[k]);
+    fd[k] = -1;
+  }
+  void read_from(int k) {
+    ssize_t r = read_once(k);
+    if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) close_stream(k);
   }
   // What is left in the pipes, without waiting for writers that may never close them.
   void drain() {
     for (int k = 0; k < 2; ++k) {
       if (fd[k] < 0) continue;
       fcntl(fd[k], F_SETFL, O_NONBLOCK);
-      char buf[65536];
-      ssize_t r;
-      while ((r = read(fd[k], buf, sizeof buf)) > 0) (k == 0 ? res.out : res.err).append(buf, static_cast<size_t>(r));
-      close(fd[k]);
-      fd[k] = -1;
+      while (read_once(k) > 0) {
+      }
+      close_stream(k);
     }
   }
   ProcResult take() {

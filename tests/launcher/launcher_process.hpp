@@ -5,7 +5,6 @@
 #include <sys/types.h>
 
 #include <chrono>
-#include <map>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -20,8 +19,8 @@ namespace launcher_test {
 using strata_test::Process;
 using strata_test::ProcResult;
 
-// Starts strata-run with `args`. `extra_env` ("NAME=value") is added to its environment
-// (and so the ranks'). It is not put in a process group of its own, so that what it leaves
+// Starts strata-run with `args`. Its environment is this process's without STRATA_*
+// settings (make_env), plus `extra_env` ("NAME=value"), and so the ranks'. It is not put in a process group of its own, so that what it leaves
 // behind is seen, and its stdin is a pipe kept open until finish(): a rank that wrongly
 // inherited it would block reading instead of seeing end-of-file.
 Process start_launcher(const std::vector<std::string>& args, const std::vector<std::string>& extra_env = {});
