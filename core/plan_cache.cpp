@@ -10,4 +10,9 @@ std::map<PlanCache::Key, CachedPlan>::iterator PlanCache::insert(const Key& key,
   return plans_.emplace(key, CachedPlan{std::move(plan), nullptr}).first;
 }
 
+std::unique_ptr<PlanSlot>& PlanCache::group_slot(size_t bytes) {
+  if (group_slots_.size() >= kMaxPlans && !group_slots_.count(bytes)) group_slots_.clear();
+  return group_slots_[bytes];
+}
+
 }  // namespace strata

@@ -49,11 +49,14 @@ class PlanCache {
     last_key_ = key;
     return *(last_ = &it->second);
   }
-  // The slot of grouped send/receive calls that send `bytes` (map nodes stay put: an
-  // asynchronous call may hold one).
-  std::unique_ptr<PlanSlot>& group_slot(size_t bytes) { return group_slots_[bytes]; }
+  // The slot of grouped send/receive calls that send `bytes`. Looked up by the running
+  // operation only (operations run one at a time), so clearing old slots is safe.
+  std::unique_ptr<PlanSlot>& group_slot(size_t bytes);
 
-  static constexpr size_t kMaxPlans = 256;  // size sweeps should not grow it forever
+  // Plans, and group slots, kept at most: size sweeps should not grow them forever.
+  static constexpr size_t kMaxPlans = 256;
+  size_t plans_kept() const { return plans_.size(); }
+  size_t group_slots_kept() const { return group_slots_.size(); }
 
  private:
   std::map<Key, CachedPlan>::iterator insert(const Key& key, Plan plan);

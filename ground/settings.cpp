@@ -1,6 +1,7 @@
 #include "ground/settings.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <mutex>
@@ -125,11 +126,15 @@ long long integer(const char* name) {
   char* end = nullptr;
   errno = 0;
   long long x = std::strtoll(v->c_str(), &end, 10);
-  // K/M/G suffixes (powers of 1024): byte sizes are the common case.
-  if (end && (*end == 'K' || *end == 'k')) x <<= 10, ++end;
-  else if (end && (*end == 'M' || *end == 'm')) x <<= 20, ++end;
-  else if (end && (*end == 'G' || *end == 'g')) x <<= 30, ++end;
-  if (errno || end == v->c_str() || *end != '\0' || x < s.lo || x > s.hi)
+  // K/M/G suffixes (powers of 1024): byte sizes are the common case. A scaled value
+  // that does not fit is refused like any other out of range.
+  bool overflow = false;
+  const char unit = end ? static_cast<char>(std::toupper(static_cast<unsigned char>(*end))) : 0;
+  if (unit == 'K' || unit == 'M' || unit == 'G') {
+    overflow = __builtin_mul_overflow(x, 1LL << (unit == 'K' ? 10 : unit == 'M' ? 20 : 30), &x);
+    ++end;
+  }
+  if (errno || overflow || end == v->c_str() || *end != '\0' || x < s.lo || x > s.hi)
     throw InvalidArgument(std::string(name) + "=" + *v + " is not an integer in " + range(s));
   return x;
 }

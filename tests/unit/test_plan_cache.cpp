@@ -56,9 +56,18 @@ TEST(PlanCache, StaysBoundedOverASizeSweep) {
   for (size_t n = 1; n <= 3 * PlanCache::kMaxPlans; ++n)
     cache.get(PlanCache::key_of(call(Collective::all_reduce, n), false), [&] { ++builds; return Plan{}; });
   EXPECT_EQ(builds, static_cast<int>(3 * PlanCache::kMaxPlans));
+  EXPECT_LE(cache.plans_kept(), PlanCache::kMaxPlans);
   // The last call is still found after the cache was cleared behind it.
   cache.get(PlanCache::key_of(call(Collective::all_reduce, 3 * PlanCache::kMaxPlans), false), [&] { ++builds; return Plan{}; });
   EXPECT_EQ(builds, static_cast<int>(3 * PlanCache::kMaxPlans));
+}
+
+TEST(PlanCache, GroupSlotsStayBoundedAndKeepTheirState) {
+  PlanCache cache;
+  cache.group_slot(1 << 20) = std::make_unique<Tag>(7);
+  EXPECT_EQ(static_cast<Tag&>(*cache.group_slot(1 << 20)).value, 7);
+  for (size_t bytes = 1; bytes <= 3 * PlanCache::kMaxPlans; ++bytes) cache.group_slot(bytes);
+  EXPECT_LE(cache.group_slots_kept(), PlanCache::kMaxPlans);
 }
 
 TEST(P2PPlan, OneRoundOfTransfersAndSelfPairsBecomeCopies) {

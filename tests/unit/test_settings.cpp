@@ -53,6 +53,11 @@ TEST(Settings, IntegersTakeSizeSuffixesAndRefuseWhatIsOutOfRange) {
     EXPECT_EQ(message_of([] { settings::integer("STRATA_TCP_NSOCKS"); }), "STRATA_TCP_NSOCKS=17 is not an integer in [1, 16]");
   }
   {
+    // Scaled past what a 64-bit integer holds: refused, not wrapped into range.
+    Env e("STRATA_SHM_DIRECT_BYTES", "9007199254740993G");
+    EXPECT_NE(message_of([] { settings::integer("STRATA_SHM_DIRECT_BYTES"); }), "");
+  }
+  {
     Env e("STRATA_TCP_NSOCKS", "2x");
     EXPECT_NE(message_of([] { settings::integer("STRATA_TCP_NSOCKS"); }), "");
   }
