@@ -1,8 +1,11 @@
 // Making communicators: the unique id and bootstrap, connecting the mesh, split.
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 
+#include "core/bootstrap/id_exchange.hpp"
+#include "core/bootstrap/launch_env.hpp"
 #include "core/comm_state.hpp"
 #include "ground/log.hpp"
 
@@ -114,22 +117,68 @@ Comm Comm::init_rank(int nranks, const UniqueId& id, int rank) {
   return init(nranks, rank, f.root, f.secret);
 }
 
-Comm Comm::init_from_env() {
-  auto rank_s = settings::raw("STRATA_RANK"), size_s = settings::raw("STRATA_WORLD_SIZE");
-  if (!rank_s || !size_s) throw InvalidArgument("init_from_env: STRATA_RANK and STRATA_WORLD_SIZE must be set");
-  int nranks = static_cast<int>(settings::integer("STRATA_WORLD_SIZE"));
-  int rank = static_cast<int>(settings::integer("STRATA_RANK"));
-  auto root_s = settings::raw("STRATA_ROOT");
-  if (!root_s) throw InvalidArgument("init_from_env: STRATA_ROOT=host:port must be set");
-  net::SockAddr root = net::parse_host_port(*root_s);
+LaunchInfo launch_info() {
+  auto l = bootstrap::find_launch(bootstrap::process_env(), bootstrap::pmix_built());
+  if (!l) return {};
+  return {l->launcher, l->rank, l->size > 0 ? l->size : bootstrap::pmix_job_size(), l->local_rank, l->local_size};
+}
+
+namespace {
+
+// The root of a job whose ranks all know its address: STRATA_ROOT, or derived from the
+// launcher's variables (then the secret is derived from the job id too).
+Comm init_at_address(const bootstrap::Launch& l, double timeout_s) {
+  net::SockAddr root = net::parse_host_port(l.root);
   bootstrap::Secret secret{};
   if (auto hex = settings::raw("STRATA_SECRET")) {
     secret = bootstrap::parse_secret_hex(*hex);
+  } else if (l.derived) {
+    STRATA_WARN("STRATA_SECRET is not set: the job's secret is derived from its job id alone, which anyone who knows "
+                "the id can derive too");
   } else {
     STRATA_WARN("STRATA_SECRET is not set: connections are checked against an all-zero secret");
   }
-  if (rank == 0) bootstrap::start_root(net::listen_on(root), secret, Config::from_env().timeout_s);
-  return init(nranks, rank, root, secret);
+  if (l.derived) secret = bootstrap::derive_secret(secret, l.job_id);
+  if (l.rank == 0) {
+    net::Fd listener;
+    try {
+      listener = net::listen_on(root);
+    } catch (const Error& e) {
+      throw SystemError(std::string(e.what()) + " (rank 0 listens at " + l.root + ", from " + l.root_from +
+                        (l.derived ? "; STRATA_ROOT_PORT chooses another port" : "") + ")");
+    }
+    bootstrap::start_root(std::move(listener), secret, timeout_s);
+  }
+  return init(l.size, l.rank, root, secret);
+}
+
+// Rank 0 makes a unique id and passes it through a file or PMIx.
+Comm init_by_shared_id(const bootstrap::Launch& l, double timeout_s) {
+  bootstrap::MakeId make = [] { return get_unique_id(); };
+  bool file = l.rendezvous == bootstrap::Rendezvous::file;
+  UniqueId id = file ? bootstrap::share_id_by_file(l.root, l.job_id, l.rank, make, net::deadline_after(timeout_s))
+                     : bootstrap::share_id_by_pmix(l.rank, make, timeout_s);
+  Comm c = Comm::init_rank(l.size, id, l.rank);
+  if (file && l.rank == 0) ::unlink(l.root.c_str());  // every rank has joined, so has read it
+  return c;
+}
+
+}  // namespace
+
+Comm Comm::init_from_env() {
+  auto found = bootstrap::find_launch(bootstrap::process_env(), bootstrap::pmix_built());
+  if (!found)
+    throw InvalidArgument(
+        "init_from_env: no launcher's variables are set (STRATA_RANK, torchrun's RANK, mpirun's "
+        "OMPI_COMM_WORLD_RANK, Slurm's SLURM_PROCID or PMIX_RANK); start it with strata-run, torchrun, mpirun or "
+        "srun, or use init_rank");
+  bootstrap::Launch& l = *found;
+  if (l.size == 0) l.size = bootstrap::pmix_job_size();
+  log::set_thread_rank(l.rank);
+  STRATA_INFO("%s", l.describe().c_str());
+  double timeout_s = Config::from_env().timeout_s;
+  return l.rendezvous == bootstrap::Rendezvous::address ? init_at_address(l, timeout_s)
+                                                        : init_by_shared_id(l, timeout_s);
 }
 
 Comm Comm::split(int color, int key) {

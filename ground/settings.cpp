@@ -27,12 +27,14 @@ constexpr double kRanks = 1 << 24;
 // Every STRATA_* variable: the one list. docs/environment.md documents each (checked by
 // tests/unit/test_settings.cpp).
 constexpr Setting kTable[] = {
-    // Set by the launcher (strata-run) for each rank.
+    // Set by strata-run for each rank (other launchers' variables: core/bootstrap/launch_env.cpp).
     {"STRATA_RANK", T::integer, 0, 0, kRanks - 1, nullptr, L::communicator, "this rank, for Comm::init_from_env()"},
     {"STRATA_WORLD_SIZE", T::integer, 1, 1, kRanks, nullptr, L::communicator, "the job's size, for Comm::init_from_env()"},
     {"STRATA_LOCAL_RANK", T::integer, 0, 0, kRanks - 1, nullptr, L::communicator, "this rank among its host's (set by strata-run)"},
     {"STRATA_LOCAL_SIZE", T::integer, 1, 1, kRanks, nullptr, L::communicator, "ranks on this host (set by strata-run)"},
     {"STRATA_ROOT", T::text, 0, 0, 0, nullptr, L::communicator, "host:port of the bootstrap root; rank 0 listens there"},
+    {"STRATA_ROOT_FILE", T::text, 0, 0, 0, nullptr, L::communicator, "a file on a shared filesystem through which rank 0 passes its unique id"},
+    {"STRATA_ROOT_PORT", T::integer, 0, 0, 65535, nullptr, L::communicator, "the root's port where its host comes from the launcher (torchrun, Slurm); 0: derived"},
     {"STRATA_SECRET", T::text, 0, 0, 0, nullptr, L::communicator, "32 hex digits every connection must present"},
     // Bootstrap, logging, kernels.
     {"STRATA_SOCKET_IFNAME", T::text, 0, 0, 0, nullptr, L::communicator, "interface whose address get_unique_id() puts in the id"},

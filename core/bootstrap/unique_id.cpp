@@ -70,4 +70,48 @@ Secret parse_secret_hex(const std::string& hex) {
   return s;
 }
 
+namespace {
+uint64_t rotl(uint64_t x, int b) { return (x << b) | (x >> (64 - b)); }
+uint64_t load_le(const uint8_t* p, size_t n) {
+  uint64_t x = 0;
+  for (size_t i = 0; i < n; ++i) x |= uint64_t{p[i]} << (8 * i);
+  return x;
+}
+}  // namespace
+
+uint64_t siphash24(const uint8_t key[16], const void* data, size_t len) {
+  const uint64_t k0 = load_le(key, 8), k1 = load_le(key + 8, 8);
+  uint64_t v0 = k0 ^ 0x736f6d6570736575ull, v1 = k1 ^ 0x646f72616e646f6dull;
+  uint64_t v2 = k0 ^ 0x6c7967656e657261ull, v3 = k1 ^ 0x7465646279746573ull;
+  auto rounds = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      v0 += v1, v1 = rotl(v1, 13), v1 ^= v0, v0 = rotl(v0, 32);
+      v2 += v3, v3 = rotl(v3, 16), v3 ^= v2;
+      v0 += v3, v3 = rotl(v3, 21), v3 ^= v0;
+      v2 += v1, v1 = rotl(v1, 17), v1 ^= v2, v2 = rotl(v2, 32);
+    }
+  };
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  size_t whole = len - len % 8;
+  for (size_t i = 0; i < whole; i += 8) {
+    uint64_t m = load_le(p + i, 8);
+    v3 ^= m, rounds(2), v0 ^= m;
+  }
+  uint64_t last = load_le(p + whole, len % 8) | (uint64_t{len & 0xff} << 56);
+  v3 ^= last, rounds(2), v0 ^= last;
+  v2 ^= 0xff;
+  rounds(4);
+  return v0 ^ v1 ^ v2 ^ v3;
+}
+
+Secret derive_secret(const Secret& key, const std::string& job_id) {
+  Secret s;
+  for (int half = 0; half < 2; ++half) {
+    std::string msg = "strata-secret-" + std::to_string(half) + ":" + job_id;
+    uint64_t h = siphash24(key.bytes, msg.data(), msg.size());
+    for (int i = 0; i < 8; ++i) s.bytes[8 * half + i] = static_cast<uint8_t>(h >> (8 * i));
+  }
+  return s;
+}
+
 }  // namespace strata::bootstrap

@@ -1,6 +1,6 @@
 // Strata's C++ API: a communicator and its collectives on host memory.
 //
-//   strata::Comm comm = strata::Comm::init_from_env();   // STRATA_RANK, STRATA_WORLD_SIZE, STRATA_ROOT
+//   strata::Comm comm = strata::Comm::init_from_env();   // under strata-run, torchrun, mpirun or srun
 //   comm.all_reduce(buf, buf, n, strata::DataType::float32, strata::ReduceOp::sum);
 //   comm.destroy();
 //
@@ -34,6 +34,16 @@ struct UniqueId {
 // that is up, else loopback.
 UniqueId get_unique_id();
 
+// The launcher that started this process, as Comm::init_from_env() reads it from the
+// launcher's variables (docs/launcher.md has the list and the order).
+struct LaunchInfo {
+  std::string launcher;  // "strata-run", "torchrun", "mpirun", "slurm", "pmix"; "" when none
+  int rank = 0, size = 1;
+  int local_rank = 0, local_size = 1;  // this rank on its host; -1 and 0 where the launcher does not say
+};
+// InvalidArgument when a launcher's variables are partial or malformed.
+LaunchInfo launch_info();
+
 class Request;
 struct CommState;
 class OpQueue;
@@ -45,8 +55,9 @@ class Comm {
 
   // Collective over the `nranks` callers that pass the same id.
   static Comm init_rank(int nranks, const UniqueId& id, int rank);
-  // From STRATA_RANK, STRATA_WORLD_SIZE, STRATA_ROOT=host:port and STRATA_SECRET (hex);
-  // rank 0 runs the bootstrap root on STRATA_ROOT's port.
+  // Under a launcher (strata-run, torchrun, mpirun, srun): rank and size from its
+  // variables; rank 0's bootstrap root at STRATA_ROOT, or found through the launcher
+  // (docs/launcher.md). InvalidArgument, naming the variables, when none is found.
   static Comm init_from_env();
 
   bool valid() const { return state_ != nullptr; }

@@ -1,6 +1,6 @@
 // strata-perf: nccl-tests' benchmark table for Strata's collectives.
 //   strata-run -n 4 strata-perf all_reduce -b 8 -e 64M -f 2 -c 1
-//   mpirun -np 4 strata-perf all_gather -b 1K -e 16M -f 4      (when built with MPI)
+//   mpirun -np 4 strata-perf all_gather -b 1K -e 16M -f 4      (or srun, torchrun)
 //   strata-perf broadcast -b 1M -e 1M                          (one rank)
 #include "bootstrap.hpp"
 #include "strata_backend.hpp"

@@ -2,25 +2,23 @@
 
 namespace perf {
 
-StrataBackend::StrataBackend(Joined joined) : joined_(std::move(joined)) {
-  rank_ = joined_.comm.rank();
-  size_ = joined_.comm.size();
+StrataBackend::StrataBackend(strata::Comm comm) : comm_(std::move(comm)) {
+  rank_ = comm_.rank();
+  size_ = comm_.size();
 }
 
 StrataBackend::~StrataBackend() {
-  if (!aborted_ && joined_.comm.valid()) {
+  if (!aborted_ && comm_.valid()) {
     try {
-      joined_.comm.destroy();
+      comm_.destroy();
     } catch (...) {
       // Leaving anyway; the run's status was already decided.
     }
   }
-  joined_.comm = strata::Comm();
-  joined_.session.reset();
 }
 
 void StrataBackend::run(const CollCall& c) {
-  strata::Comm& comm = joined_.comm;
+  strata::Comm& comm = comm_;
   const DataType t = c.type;
   if (const P2p* p = std::get_if<P2p>(&c.coll)) {
     // nccl-tests' ring shift: send to rank+1, receive from rank-1, as one group; the
@@ -58,24 +56,23 @@ void StrataBackend::run(const CollCall& c) {
   }
 }
 
-void StrataBackend::barrier() { joined_.comm.barrier(); }
+void StrataBackend::barrier() { comm_.barrier(); }
 
 double StrataBackend::all_reduce(double v, ScalarOp op) {
   const strata::ReduceOp sop = op == ScalarOp::sum   ? strata::ReduceOp::sum
                                : op == ScalarOp::min ? strata::ReduceOp::min
                                                      : strata::ReduceOp::max;
   double out = 0;
-  joined_.comm.all_reduce(&v, &out, 1, strata::DataType::float64, sop);
+  comm_.all_reduce(&v, &out, 1, strata::DataType::float64, sop);
   return out;
 }
 
 void StrataBackend::abort() noexcept {
   aborted_ = true;
   try {
-    if (joined_.comm.valid()) joined_.comm.abort();
+    if (comm_.valid()) comm_.abort();
   } catch (...) {
   }
-  if (joined_.session) joined_.session->abort_job();
 }
 
 }  // namespace perf

@@ -8,8 +8,8 @@ namespace perf {
 
 class StrataBackend : public Backend {
  public:
-  explicit StrataBackend(Joined joined);
-  ~StrataBackend() override;  // Comm::destroy(), then MPI_Finalize when MPI started the job
+  explicit StrataBackend(strata::Comm comm);
+  ~StrataBackend() override;  // Comm::destroy()
 
   std::string name() const override { return "strata"; }
   int rank() const override { return rank_; }
@@ -20,7 +20,7 @@ class StrataBackend : public Backend {
   void abort() noexcept override;
 
  private:
-  Joined joined_;
+  strata::Comm comm_;
   int rank_ = 0;
   int size_ = 1;
   bool aborted_ = false;
