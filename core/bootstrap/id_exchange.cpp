@@ -42,13 +42,19 @@ UniqueId from_hex(const std::string& s, const std::string& where) {
   return id;
 }
 
-// "ok <hex>" or "error <message>": what rank 0 publishes.
-std::string made_by_rank0(const MakeId& make) {
+// Rank 0 publishes "ok <hex>", or "error <what>" when making the id fails (and then
+// rethrows: the other ranks learn of it instead of waiting out the timeout).
+template <class Publish>
+UniqueId make_and_publish(const MakeId& make, Publish publish) {
+  UniqueId id;
   try {
-    return "ok " + to_hex(make());
+    id = make();
   } catch (const std::exception& e) {
-    return std::string("error ") + e.what();
+    publish(std::string("error ") + e.what());
+    throw;
   }
+  publish("ok " + to_hex(id));
+  return id;
 }
 
 UniqueId taken(const std::string& published, const std::string& where) {
@@ -62,18 +68,17 @@ UniqueId taken(const std::string& published, const std::string& where) {
 
 UniqueId share_id_by_file(const std::string& path, const std::string& job_id, int rank, const MakeId& make,
                           net::Deadline deadline) {
-  if (rank == 0) {
-    std::string published = made_by_rank0(make);
-    std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      out << kFileMagic << '\n' << job_id << '\n' << published << '\n';
-      if (!out.flush()) throw SystemError("cannot write the root file " + tmp + " (STRATA_ROOT_FILE)");
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-      throw SystemError("cannot create the root file " + path + " (STRATA_ROOT_FILE)");
-    return taken(published, path);
-  }
+  if (rank == 0)
+    return make_and_publish(make, [&](const std::string& published) {
+      std::string tmp = path + ".tmp." + std::to_string(::getpid());
+      {
+        std::ofstream out(tmp, std::ios::trunc);
+        out << kFileMagic << '\n' << job_id << '\n' << published << '\n';
+        if (!out.flush()) throw SystemError("cannot write the root file " + tmp + " (STRATA_ROOT_FILE)");
+      }
+      if (std::rename(tmp.c_str(), path.c_str()) != 0)
+        throw SystemError("cannot create the root file " + path + " (STRATA_ROOT_FILE)");
+    });
   auto pause = std::chrono::milliseconds(5);
   for (;;) {
     std::ifstream in(path);
@@ -130,35 +135,36 @@ UniqueId share_id_by_pmix(int rank, const MakeId& make, double timeout_s) {
   // communicator must not read the first one's id.
   static std::atomic<int> exchanges{0};
   const std::string key = "strata.unique_id." + std::to_string(exchanges++);
-  std::string published;
-  if (rank == 0) {
-    published = made_by_rank0(make);
-    pmix_value_t v;
-    PMIX_VALUE_LOAD(&v, published.c_str(), PMIX_STRING);
-    pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, key.c_str(), &v);
-    PMIX_VALUE_DESTRUCT(&v);
-    if (rc == PMIX_SUCCESS) rc = PMIx_Commit();
-    if (rc != PMIX_SUCCESS) throw SystemError(pmix_error("publishing the unique id", rc));
-  }
-  pmix_info_t info[2];
-  bool collect = true;
-  int timeout = static_cast<int>(timeout_s + 0.999);
-  PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
-  PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &timeout, PMIX_INT);
-  pmix_proc_t all = s.rank(PMIX_RANK_WILDCARD);
-  pmix_status_t rc = PMIx_Fence(&all, 1, info, 2);
-  PMIX_INFO_DESTRUCT(&info[0]);
-  PMIX_INFO_DESTRUCT(&info[1]);
-  if (rc == PMIX_ERR_TIMEOUT) throw TimeoutError(-1, "PMIx: not every rank reached init_from_env within STRATA_TIMEOUT");
-  if (rc != PMIX_SUCCESS) throw SystemError(pmix_error("the fence after publishing the unique id", rc));
-  if (rank != 0) {
-    pmix_proc_t zero = s.rank(0);
-    pmix_value_t* v = nullptr;
-    rc = PMIx_Get(&zero, key.c_str(), nullptr, 0, &v);
-    if (rc != PMIX_SUCCESS || !v || v->type != PMIX_STRING) throw SystemError(pmix_error("reading rank 0's unique id", rc));
-    published = v->data.string;
-    PMIX_VALUE_RELEASE(v);
-  }
+  auto fence = [&] {
+    pmix_info_t info[2];
+    bool collect = true;
+    int timeout = static_cast<int>(timeout_s + 0.999);
+    PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+    PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &timeout, PMIX_INT);
+    pmix_proc_t all = s.rank(PMIX_RANK_WILDCARD);
+    pmix_status_t rc = PMIx_Fence(&all, 1, info, 2);
+    PMIX_INFO_DESTRUCT(&info[0]);
+    PMIX_INFO_DESTRUCT(&info[1]);
+    if (rc == PMIX_ERR_TIMEOUT) throw TimeoutError(-1, "PMIx: not every rank reached init_from_env within STRATA_TIMEOUT");
+    if (rc != PMIX_SUCCESS) throw SystemError(pmix_error("the fence after publishing the unique id", rc));
+  };
+  if (rank == 0)
+    return make_and_publish(make, [&](const std::string& published) {
+      pmix_value_t v;
+      PMIX_VALUE_LOAD(&v, published.c_str(), PMIX_STRING);
+      pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, key.c_str(), &v);
+      PMIX_VALUE_DESTRUCT(&v);
+      if (rc == PMIX_SUCCESS) rc = PMIx_Commit();
+      if (rc != PMIX_SUCCESS) throw SystemError(pmix_error("publishing the unique id", rc));
+      fence();
+    });
+  fence();
+  pmix_proc_t zero = s.rank(0);
+  pmix_value_t* v = nullptr;
+  pmix_status_t rc = PMIx_Get(&zero, key.c_str(), nullptr, 0, &v);
+  if (rc != PMIX_SUCCESS || !v || v->type != PMIX_STRING) throw SystemError(pmix_error("reading rank 0's unique id", rc));
+  std::string published = v->data.string;
+  PMIX_VALUE_RELEASE(v);
   return taken(published, "PMIx key " + key);
 }
 

@@ -140,7 +140,8 @@ std::vector<int> expand_tasks_per_node(const std::string& list) {
     if (out.size() + static_cast<size_t>(repeat) > static_cast<size_t>(kMaxRanks))
       throw InvalidArgument("malformed Slurm tasks-per-node list '" + list + "'");
     out.insert(out.end(), static_cast<size_t>(repeat), tasks);
-    if (i < list.size() && list[i++] != ',') throw InvalidArgument("malformed Slurm tasks-per-node list '" + list + "'");
+    if (i < list.size() && (list[i++] != ',' || i == list.size()))
+      throw InvalidArgument("malformed Slurm tasks-per-node list '" + list + "'");
   }
   if (out.empty()) throw InvalidArgument("malformed Slurm tasks-per-node list '" + list + "'");
   return out;
