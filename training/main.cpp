@@ -67,15 +67,10 @@ int run(int argc, char** argv) {
     std::fputs(st::usage_text().c_str(), stdout);
     return 0;
   }
-  const char* env_rank = std::getenv("STRATA_RANK");
-  const bool launched = env_rank != nullptr;
-  int world = 1, rank = 0;
-  if (launched) {
-    const char* ws = std::getenv("STRATA_WORLD_SIZE");
-    world = ws ? std::atoi(ws) : 0;
-    rank = std::atoi(env_rank);
-    if (world < 1) throw st::TrainError("STRATA_RANK is set but STRATA_WORLD_SIZE is not valid");
-  }
+  // Started by a launcher (strata-run, torchrun, mpirun, srun) or as a single process.
+  const strata::LaunchInfo launch = strata::launch_info();
+  const bool launched = !launch.launcher.empty();
+  const int world = launch.size, rank = launch.rank;
   // Everything the user can get wrong is checked before joining the job and before any
   // file is written.
   st::validate_options(o, world, launched);
