@@ -3,6 +3,8 @@
 // PMIx launcher never talks to the launcher's server.
 #include "core/bootstrap/id_exchange.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -70,11 +72,16 @@ UniqueId share_id_by_file(const std::string& path, const std::string& job_id, in
                           net::Deadline deadline) {
   if (rank == 0)
     return make_and_publish(make, [&](const std::string& published) {
+      // The id holds the job's secret: only this user may read it.
       std::string tmp = path + ".tmp." + std::to_string(::getpid());
-      {
-        std::ofstream out(tmp, std::ios::trunc);
-        out << kFileMagic << '\n' << job_id << '\n' << published << '\n';
-        if (!out.flush()) throw SystemError("cannot write the root file " + tmp + " (STRATA_ROOT_FILE)");
+      std::string text = std::string(kFileMagic) + '\n' + job_id + '\n' + published + '\n';
+      int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      bool written = fd >= 0 && ::fchmod(fd, 0600) == 0 &&
+                     ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+      if (fd >= 0) ::close(fd);
+      if (!written) {
+        ::unlink(tmp.c_str());
+        throw SystemError("cannot write the root file " + tmp + " (STRATA_ROOT_FILE)");
       }
       if (std::rename(tmp.c_str(), path.c_str()) != 0)
         throw SystemError("cannot create the root file " + path + " (STRATA_ROOT_FILE)");

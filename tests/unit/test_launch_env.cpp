@@ -5,6 +5,7 @@
 // through a file, and the derived secret's hash against SipHash's published vectors.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -277,6 +278,17 @@ TEST_F(RootFile, RankZerosFailureReachesEveryRank) {
     EXPECT_NE(std::string(e.what()).find("no interface"), std::string::npos) << e.what();
   }
   zero.join();
+}
+
+// The id carries the job's secret, so the file must not be readable by other users
+// whatever the umask.
+TEST_F(RootFile, OnlyItsOwnerCanReadIt) {
+  mode_t old = umask(0);
+  share_id_by_file(path_, "j", 0, [] { return numbered(3); }, net::deadline_after(10));
+  umask(old);
+  struct stat st {};
+  ASSERT_EQ(stat(path_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u) << std::oct << (st.st_mode & 0777);
 }
 
 TEST_F(RootFile, NoWriterTimesOut) {
