@@ -35,6 +35,9 @@ COLLECTIVES = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduc
                "sendrecv", "pipeline"]
 DEBIAN_PYTHON = "/usr/bin/python3"  # Debian's python3-torch lives here, whatever is first on PATH
 KILLED_RANK = 1
+# What STRATA_DEBUG=INFO logs when ranks 0,1 and 2,3 are on two hosts.
+BETWEEN_TWO_HOSTS = [r"\[0\] STRATA INFO rank 0 -> rank 1 via shm", r"\[0\] STRATA INFO rank 0 -> rank 2 via tcp"]
+FAKE_RSH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_rsh.sh")
 
 
 class Skip(Exception):
@@ -50,19 +53,29 @@ def check(cond, what, output=""):
         raise Failed(what + ("\n--- output ---\n" + output[-6000:] if output else ""))
 
 
-def run(argv, env=None, timeout=120):
-    """Runs a command in its own process group; on timeout the whole group is killed and
-    the run counts as a hang. Returns (status, stdout+stderr, seconds)."""
+def run(argv, env=None, timeout=120, more=()):
+    """Runs a command (and `more` commands beside it, e.g. one launcher per node) each in
+    its own process group; on timeout the groups are killed and the run counts as a hang.
+    Returns (the first non-zero status or 0, the outputs, seconds)."""
     start = time.monotonic()
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                         env=env, start_new_session=True, text=True, errors="replace")
-    try:
-        out, _ = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, _ = p.communicate()
+    procs = [subprocess.Popen(a, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                              env=env, start_new_session=True, text=True, errors="replace")
+             for a in [argv] + list(more)]
+    outs, hung = [], False
+    for p in procs:
+        try:
+            outs.append(p.communicate(timeout=max(1, timeout - (time.monotonic() - start)))[0])
+        except subprocess.TimeoutExpired:
+            hung = True
+            for q in procs:
+                if q.poll() is None:
+                    os.killpg(q.pid, signal.SIGKILL)
+            outs.append(p.communicate()[0])
+    out = "\n".join(outs)
+    if hung:
         raise Failed("hung: no end within %d s: %s\n%s" % (timeout, " ".join(argv), out[-6000:]))
-    return p.returncode, out, time.monotonic() - start
+    status = next((p.returncode for p in procs if p.returncode != 0), 0)
+    return status, out, time.monotonic() - start
 
 
 def free_port():
@@ -71,8 +84,10 @@ def free_port():
         return s.getsockname()[1]
 
 
-# ---- launchers: each gives `prefix(n)`, the argv that starts n ranks of what follows, and
-# `placement(n)`, rank -> (local rank, local size) as it was asked for.
+# ---- launchers: each gives `prefixes(n, env, extra)`, the argv of each launcher process
+# (one, or one per emulated node) that together start n ranks of what follows,
+# `placement(n)`, rank -> (local rank, local size) as it was asked for, and `label`, the
+# command as a person would type it, for the report.
 
 class Mpirun:
     name = "mpirun"
@@ -82,13 +97,24 @@ class Mpirun:
             raise Skip("mpirun is not installed (Debian: openmpi-bin)")
         self.env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
-    def prefix(self, n, env, extra=()):
+    hosts = 1  # with 2: -H a:N/2,b:N/2, "ssh" to each host through fake_rsh.sh
+
+    def prefixes(self, n, env, extra=()):
         # -x passes each variable to the ranks, as one does on a real cluster.
         xs = [a for k in sorted(env) for a in ("-x", "%s=%s" % (k, env[k]))]
-        return ["mpirun", "-np", str(n), "--oversubscribe", "--bind-to", "none"] + xs + list(extra)
+        where = []
+        if self.hosts > 1:
+            where = ["-H", ",".join("%s:%d" % (h, n // self.hosts) for h in "ab"[:self.hosts]),
+                     "--mca", "plm_rsh_agent", FAKE_RSH, "--mca", "plm_rsh_no_tree_spawn", "1"]
+        return [["mpirun", "-np", str(n), "--oversubscribe", "--bind-to", "none"] + where + xs + list(extra)]
+
+    def label(self, n, extra=()):
+        hosts = " -H " + ",".join("%s:%d" % (h, n // self.hosts) for h in "ab"[:self.hosts]) if self.hosts > 1 else ""
+        return " ".join(["mpirun -np %d%s" % (n, hosts)] + list(extra))
 
     def placement(self, n):
-        return {r: (r, n) for r in range(n)}
+        per_host = n // self.hosts
+        return {r: (r % per_host, per_host) for r in range(n)}
 
     def stop(self):
         pass
@@ -104,16 +130,26 @@ class Torchrun:
         self.logs = tempfile.mkdtemp(prefix="strata-torchrun-")
         self.env = dict(os.environ)
 
-    def prefix(self, n, env, extra=()):
+    nodes = 1  # torchrun agents, one per emulated node, all on this machine
+
+    def prefixes(self, n, env, extra=()):
         # torch 1.13 on Python 3.11 dies at start unless output is redirected (--redirects
         # 1 --tee 1 with a log directory); --no_python runs the program itself. The agent
         # looks at its workers every --monitor_interval seconds (5 by default).
-        return [DEBIAN_PYTHON, "-m", "torch.distributed.run", "--nproc_per_node", str(n),
-                "--master_port", str(free_port()), "--monitor_interval", "0.2", "--redirects", "1", "--tee", "1",
-                "--log_dir", tempfile.mkdtemp(dir=self.logs)] + list(extra) + ["--no_python"]
+        port = str(free_port())
+        per_node = n // self.nodes
+        return [[DEBIAN_PYTHON, "-m", "torch.distributed.run", "--nnodes", str(self.nodes), "--node_rank", str(i),
+                 "--nproc_per_node", str(per_node), "--master_addr", "127.0.0.1", "--master_port", port,
+                 "--monitor_interval", "0.2", "--redirects", "1", "--tee", "1",
+                 "--log_dir", tempfile.mkdtemp(dir=self.logs)] + list(extra) + ["--no_python"]
+                for i in range(self.nodes)]
+
+    def label(self, n, extra=()):
+        return " ".join(["torchrun --nnodes %d --nproc_per_node %d" % (self.nodes, n // self.nodes)] + list(extra))
 
     def placement(self, n):
-        return {r: (r, n) for r in range(n)}
+        per_node = n // self.nodes
+        return {r: (r % per_node, per_node) for r in range(n)}
 
     def stop(self):
         shutil.rmtree(self.logs, ignore_errors=True)
@@ -219,8 +255,11 @@ class Slurm:
             time.sleep(0.3)
         raise Skip("the Slurm nodes did not become idle within 30 s (sinfo: %r)" % states)
 
-    def prefix(self, n, env, extra=()):
-        return ["srun", "-N", str(len(self.nodes)), "-n", str(n), "--label"] + list(extra)
+    def prefixes(self, n, env, extra=()):
+        return [["srun", "-N", str(len(self.nodes)), "-n", str(n), "--label"] + list(extra)]
+
+    def label(self, n, extra=()):
+        return " ".join(["srun -N %d -n %d" % (len(self.nodes), n)] + list(extra))
 
     def placement(self, n):
         # Block distribution over the nodes, as srun -N 2 -n N does with N = 2 CPUs per node.
@@ -262,13 +301,13 @@ def job_env(extra=None):
 
 def launch(launcher, n, argv, extra_env=None, timeout=120, prefix_extra=()):
     env = job_env(extra_env)
-    pre = launcher.prefix(n, env, prefix_extra)
+    pre = launcher.prefixes(n, env, prefix_extra)
     full_env = dict(launcher.env)
     full_env.update(env)
     # The ranks must find everything from the launcher: nothing of strata-run's may leak in.
     for k in ("STRATA_RANK", "STRATA_WORLD_SIZE", "STRATA_ROOT", "STRATA_SECRET"):
         full_env.pop(k, None)
-    return run(pre + argv, env=full_env, timeout=timeout)
+    return run(pre[0] + argv, env=full_env, timeout=timeout, more=[p + argv for p in pre[1:]])
 
 
 def check_ranks(launcher, args, n, extra_env=None, prefix_extra=(), root_via=None, logged=()):
@@ -293,8 +332,8 @@ def check_ranks(launcher, args, n, extra_env=None, prefix_extra=(), root_via=Non
         check(re.search(r"root via " + root_via, out), "the root was not found via %r" % root_via, out)
     for pattern in logged:
         check(re.search(pattern, out), "STRATA_DEBUG=INFO did not log %r" % pattern, out)
-    print("  %-9s %d ranks: launch_info and communicator match the placement; all_reduce/all_gather checked "
-          "(%.1f s)" % (launcher.name, n, secs))
+    print("  %s: launch_info and communicator match the placement; all_reduce/all_gather checked "
+          "(%.1f s)" % (launcher.label(n, prefix_extra), secs))
     return out
 
 
@@ -317,8 +356,8 @@ def check_perf(launcher, args, n, collectives):
         bad = [(r["size"], r["oop_wrong"], r["ip_wrong"]) for r in rows 
                if r["oop_wrong"] != 0 or r["ip_wrong"] not in (0, None)]  # None: no in-place form
         check(not bad, "strata-perf %s: wrong results (size, out-of-place, in-place): %s" % (coll, bad), out)
-    print("  %-9s %d ranks: strata-perf %s, 8 B to 1 MiB, out of and in place, every row checked, #wrong 0" %
-          (launcher.name, n, " ".join(collectives)))
+    print("  %s: strata-perf %s, 8 B to 1 MiB, out of and in place, every row checked, #wrong 0" %
+          (launcher.label(n), " ".join(collectives)))
 
 
 TRAIN = ["--layers", "2", "--heads", "3", "--dim", "27", "--ctx", "32", "--batch", "8", "--steps", "6",
@@ -339,8 +378,8 @@ def check_train(launcher, args, n, serial):
     check(worst <= 1e-4, "losses differ from the serial run by %.2g (relative) > 1e-4" % worst, out)
     sums = re.findall(r"rank (\d+) parameter checksum (\S+)", out)
     check(len(sums) == n and len({s for _, s in sums}) == 1, "parameter checksums per rank: %s" % sums, out)
-    print("  %-9s %d ranks: strata-train --dp %d --zero 1, %d steps, losses vs serial within %.1g, one checksum "
-          "(%.1f s)" % (launcher.name, n, n, len(losses), worst, secs))
+    print("  %s: strata-train --dp %d --zero 1, %d steps, worst relative loss difference to serial %.1g, one "
+          "parameter checksum (%.1f s)" % (launcher.label(n), n, len(losses), worst, secs))
 
 
 def check_killed_rank(launcher, args, n, prefix_extra=()):
@@ -353,8 +392,8 @@ def check_killed_rank(launcher, args, n, prefix_extra=()):
     check(not wrong, "survivors blamed another rank than %d: %s" % (KILLED_RANK, wrong), out)
     check(not re.search(r"WRONG|ERROR (?!rank)", out.replace("PEER-ERROR", "")),
           "a survivor failed otherwise", out)
-    print("  %-9s %d ranks, rank %d killed: job ended in %.1f s with status %d; %d of %d survivors reported it, "
-          "naming rank %d" % (launcher.name, n, KILLED_RANK, secs, status, len(errors), n - 1, KILLED_RANK))
+    print("  %s, rank %d killed: job ended in %.1f s with status %d; %d of %d survivors reported it, "
+          "naming rank %d" % (launcher.label(n, prefix_extra), KILLED_RANK, secs, status, len(errors), n - 1, KILLED_RANK))
 
 
 def check_not_linked_to_mpi(args):
@@ -380,6 +419,11 @@ def scenario(launcher, args):
         check_perf(launcher, args, 4, COLLECTIVES)
         check_train(launcher, args, 4, serial)
         check_killed_rank(launcher, args, 4)
+        # Two hosts, as `mpirun -H a:2,b:2` over ssh: shared memory inside, tcp between.
+        launcher.hosts = 2
+        check_ranks(launcher, args, 4, root_via="PMIx", logged=BETWEEN_TWO_HOSTS)
+        check_perf(launcher, args, 4, COLLECTIVES)
+        check_train(launcher, args, 4, serial)
     elif launcher.name == "torchrun":
         check_ranks(launcher, args, 4, root_via=r"127\.0\.0\.1:\d+ \(MASTER_ADDR and MASTER_PORT\+1\)")
         # Each torchrun start costs seconds of Python; the collectives' checks run under
@@ -387,11 +431,15 @@ def scenario(launcher, args):
         check_perf(launcher, args, 4, ["all_reduce", "all_to_all"])
         check_train(launcher, args, 4, serial)
         check_killed_rank(launcher, args, 3)
+        # Two agents, as on two nodes (torchrun --nnodes 2 --node_rank i, static rendezvous).
+        launcher.nodes = 2
+        check_ranks(launcher, args, 4, root_via=r"127\.0\.0\.1:\d+ \(MASTER_ADDR and MASTER_PORT\+1\)")
+        check_train(launcher, args, 4, serial)
     else:
         # srun with no PMI: rank 0 listens at the step's first node, port from the job id.
         # The nodes are two hosts to Strata: shared memory inside, tcp between.
         check_ranks(launcher, args, 4, prefix_extra=["--mpi=none"], root_via=r"n1:\d+ \(the step's first node",
-                    logged=[r"\[0\] STRATA INFO rank 0 -> rank 1 via shm", r"\[0\] STRATA INFO rank 0 -> rank 2 via tcp"])
+                    logged=BETWEEN_TWO_HOSTS)
         # srun --mpi=pmix: the id through Slurm's PMIx server.
         check_ranks(launcher, args, 4, prefix_extra=["--mpi=pmix"], root_via="PMIx")
         check_perf(launcher, args, 4, COLLECTIVES)
