@@ -95,7 +95,9 @@ class Mpirun:
     def __init__(self, args):
         if not shutil.which("mpirun"):
             raise Skip("mpirun is not installed (Debian: openmpi-bin)")
-        self.env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        self.tmp = tempfile.mkdtemp(prefix="strata-mpirun-")  # the named hosts' TMPDIRs
+        self.env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                        FAKE_RSH_TMP=self.tmp)
 
     hosts = 1  # with 2: -H a:N/2,b:N/2, "ssh" to each host through fake_rsh.sh
 
@@ -117,7 +119,7 @@ class Mpirun:
         return {r: (r % per_host, per_host) for r in range(n)}
 
     def stop(self):
-        pass
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 class Torchrun:
