@@ -138,6 +138,19 @@ TEST(LaunchEnv, MpirunWithoutPmix) {
   EXPECT_EQ(shared.root, "/shared/job.id");
 }
 
+TEST(LaunchEnv, MpirunPartialOrMalformed) {
+  EXPECT_NE(refusal(with(kMpirun, {{"OMPI_COMM_WORLD_SIZE", ""}}), true).find("OMPI_COMM_WORLD_SIZE must be set"),
+            std::string::npos);
+  EXPECT_NE(refusal(with(kMpirun, {{"OMPI_COMM_WORLD_RANK", "4"}}), true).find("OMPI_COMM_WORLD_RANK='4'"),
+            std::string::npos);
+  EXPECT_NE(refusal(with(kMpirun, {{"OMPI_COMM_WORLD_LOCAL_SIZE", "5"}}), true).find("OMPI_COMM_WORLD_LOCAL_SIZE"),
+            std::string::npos);
+  EXPECT_NE(refusal(with(kMpirun, {{"OMPI_COMM_WORLD_LOCAL_RANK", "-1"}}), true).find("OMPI_COMM_WORLD_LOCAL_RANK"),
+            std::string::npos);
+  EXPECT_NE(refusal(with(kMpirun, {{"OMPI_COMM_WORLD_SIZE", "4x"}}), true).find("OMPI_COMM_WORLD_SIZE='4x'"),
+            std::string::npos);
+}
+
 TEST(LaunchEnv, Slurm) {
   Launch l = found(kSrun, false);
   EXPECT_EQ(l.launcher, "slurm");
