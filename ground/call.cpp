@@ -13,13 +13,16 @@ namespace {
 
 bool is_p2p(Collective c) { return c == Collective::send || c == Collective::recv; }
 
-// count elements of `t`, times the blocks of the largest buffer, must fit in memory's
-// address range. A multiplication, not a division by the limit: this runs on every call.
+// count elements of `t`, times the blocks of the largest buffer, must fit in an address
+// space (kMaxBufferBytes). It depends only on what every rank passes alike, so every rank
+// refuses the same calls. A multiplication, not a division by the limit: this runs on
+// every call.
 void check_count(Collective c, size_t count, DataType t, int nranks) {
   size_t bytes = 0;
-  if (__builtin_mul_overflow(count, size_of(t) * blocks_per_buffer(c, nranks), &bytes) ||
-      bytes > static_cast<size_t>(PTRDIFF_MAX))
-    invalid(c, "count " + std::to_string(count) + " of " + name(t) + " is larger than any buffer can be");
+  if (__builtin_mul_overflow(count, size_of(t) * blocks_per_buffer(c, nranks), &bytes) || bytes > kMaxBufferBytes)
+    invalid(c, "count " + std::to_string(count) + " of " + name(t) + " is larger than any buffer can be (" +
+                   (blocks_per_buffer(c, nranks) > 1 ? std::to_string(nranks) + " blocks of it " : std::string()) +
+                   "over 2^47 bytes, 128 TiB)");
 }
 
 void check_buffer(Collective c, const char* which, const void* p, size_t used, size_t count) {

@@ -312,6 +312,16 @@ TEST_F(Api, CountOverflowIsInvalidArgument) {
   EXPECT_INVALID_ARG(comm.all_gather(b, c, SIZE_MAX / 4 + 1, DataType::float64));
   EXPECT_INVALID_ARG(comm.broadcast(b, c, SIZE_MAX, DataType::int32, 0));
   EXPECT_INVALID_ARG(comm.all_reduce(b, b, SIZE_MAX / 2, f32, sum));
+  // No overflow, but larger than an address space (2^47 bytes): 2^60 int32 is 2^62 bytes.
+  // Accepted once in place and by send/recv; the copy then faulted.
+  const size_t huge = size_t{1} << 60;
+  EXPECT_INVALID_ARG(comm.all_reduce(b, b, huge, DataType::int32, sum));
+  EXPECT_INVALID_ARG(comm.broadcast(b, b, huge, DataType::int32, 0));
+  EXPECT_INVALID_ARG(comm.all_to_all(b, b, huge, DataType::int32));
+  EXPECT_TRUE(group_throws<InvalidArgument>(comm, [&] {
+    comm.send(b, huge, DataType::int32, 0);
+    comm.recv(c, huge, DataType::int32, 0);
+  })) << "send/recv of 2^60 int32 to self in a group";
   expect_still_usable();
 }
 

@@ -2,6 +2,8 @@
 // definitions written out here case by case (an oracle independent of the table).
 #include <gtest/gtest.h>
 
+#include <iostream>
+#include <string>
 #include <vector>
 
 #include "ground/call.hpp"
@@ -119,4 +121,53 @@ TEST(Describe, RefusesWhatNcclRefuses) {
   EXPECT_FALSE(refused([&] { describe(Collective::all_gather, a.data() + 4, a.data(), 4, DataType::float32, ReduceOp::sum, 0, 1, 2); }));
   // Count 0: nothing is read or written, so null buffers are fine.
   EXPECT_FALSE(refused([&] { describe(Collective::all_reduce, nullptr, nullptr, 0, DataType::float32, ReduceOp::sum, 0, 0, 2); }));
+}
+
+// Impossible counts: every collective, on every rank of 1, 2, 3 and 8, root first and
+// last, in place and not, every type. A count is impossible when the largest buffer of the
+// call would exceed kMaxBufferBytes (2^47 bytes); the largest possible count must pass, so
+// the bound is exact. The pointers are never dereferenced by describe().
+TEST(Describe, RefusesEveryImpossibleCountOnEveryRankAlike) {
+  alignas(64) static char arena[64];
+  long tried = 0, accepted = 0, possible_refused = 0;
+  for (int c = 0; c < kNumCollectives; ++c)
+    for (int n : {1, 2, 3, 8})
+      for (int r = 0; r < n; ++r)
+        for (int root : {0, n - 1})
+          for (bool in_place : {false, true})
+            for (int t = 0; t < kNumDataTypes; ++t) {
+              auto coll = static_cast<Collective>(c);
+              auto type = static_cast<DataType>(t);
+              const size_t per_elem = size_of(type) * blocks_per_buffer(coll, n);
+              const size_t largest = kMaxBufferBytes / per_elem;
+              for (size_t count : {largest + 1, (size_t{1} << 48) / size_of(type), size_t{1} << 60,
+                                   SIZE_MAX / size_of(type), SIZE_MAX}) {
+                if (count <= largest) continue;
+                // In place: the buffers as the in-place form has them for this count.
+                Geometry g = geometry(coll, count, n, r, root);
+                char* recv = arena;
+                const char* send = in_place && g.in_place == InPlace::send_in_recv ? arena + g.in_place_offset * size_of(type)
+                                   : in_place && g.in_place == InPlace::recv_in_send ? arena
+                                   : in_place ? arena : arena + 32;
+                if (in_place && g.in_place == InPlace::recv_in_send) recv = arena + g.in_place_offset * size_of(type);
+                ++tried;
+                try {
+                  describe(coll, send, recv, count, type, ReduceOp::sum, root, r, n);
+                  ++accepted;
+                  ADD_FAILURE() << name(coll) << " count " << count << " of " << name(type) << " accepted on rank " << r
+                                << " of " << n << (in_place ? " in place" : "");
+                } catch (const InvalidArgument&) {
+                }
+              }
+              try {
+                describe(coll, arena, arena + 32, largest, type, ReduceOp::sum, root, r, n);
+              } catch (const InvalidArgument& e) {
+                // Overlap of the fake buffers is not what this checks.
+                if (std::string(e.what()).find("larger than any buffer") != std::string::npos) ++possible_refused;
+              }
+            }
+  std::cout << "impossible counts: " << accepted << " of " << tried << " accepted\n";
+  EXPECT_EQ(accepted, 0);
+  EXPECT_EQ(possible_refused, 0) << "a count at the bound was refused";
+  EXPECT_GT(tried, 10000);
 }
