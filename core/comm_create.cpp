@@ -78,6 +78,8 @@ Comm CommState::create(int rank, int nranks, const std::vector<bootstrap::RankIn
   s->secret = secret;
   s->tag = tag;
   s->table = table;
+  s->sent_to.assign(static_cast<size_t>(nranks), 0);
+  s->received_from.assign(static_cast<size_t>(nranks), 0);
   Mesh mesh = connect_mesh(rank, table, listener, secret, tag, cfg, net::deadline_after(cfg.timeout_s));
   s->engine = std::make_unique<Engine>(rank, nranks, std::move(mesh), cfg, s->hier.oversubscribed);
   return Comm(s);
@@ -183,7 +185,8 @@ Comm Comm::init_from_env() {
 
 Comm Comm::split(int color, int key) {
   CommState& s = checked();
-  if (s.group_depth > 0) throw InvalidUsage("split: not allowed inside group_start/group_end");
+  if (s.group_depth > 0)
+    s.refuse(Fault::in_group, Collective::all_gather, "split: not allowed inside group_start/group_end", true);
   struct Entry {
     int32_t color, key;
     bootstrap::RankInfo info;
@@ -197,7 +200,15 @@ Comm Comm::split(int color, int key) {
                    s.nranks),
           true);
   uint64_t tag = mix(s.tag ^ mix(++s.splits) ^ mix(static_cast<uint64_t>(static_cast<uint32_t>(color))));
-  if (color < 0) return Comm();
+  // Checked on the colours every rank received, so every rank refuses the same split.
+  std::string bad;
+  for (int r = 0; r < s.nranks; ++r)
+    if (all[r].color < kSplitNoColor)
+      bad += (bad.empty() ? "" : ", ") + std::string("rank ") + std::to_string(r) + " passed " + std::to_string(all[r].color);
+  if (!bad.empty())
+    throw InvalidArgument("split: a color must be >= 0, or kSplitNoColor (-1, C: STRATA_SPLIT_NOCOLOR) to take no "
+                          "part; " + bad + " (every rank refuses this split; the communicator stays usable)");
+  if (color == kSplitNoColor) return Comm();
   std::vector<int> members;
   for (int r = 0; r < s.nranks; ++r)
     if (all[r].color == color) members.push_back(r);

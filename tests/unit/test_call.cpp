@@ -94,6 +94,7 @@ TEST(Describe, DerivesInPlaceAndIgnoresArgumentsACallDoesNotTake) {
 
 TEST(Describe, RefusesWhatNcclRefuses) {
   std::vector<float> a(64), b(64);
+  // Thrown: what every rank passes alike, so every rank reaches the same verdict.
   auto refused = [](auto fn) {
     try {
       fn();
@@ -102,25 +103,40 @@ TEST(Describe, RefusesWhatNcclRefuses) {
     }
     return false;
   };
-  // Unknown type and op; root and peer out of range.
-  EXPECT_TRUE(refused([&] { describe(Collective::all_reduce, a.data(), b.data(), 4, static_cast<DataType>(42), ReduceOp::sum, 0, 0, 2); }));
-  EXPECT_TRUE(refused([&] { describe(Collective::reduce, a.data(), b.data(), 4, DataType::float32, static_cast<ReduceOp>(9), 0, 0, 2); }));
-  EXPECT_TRUE(refused([&] { describe(Collective::broadcast, a.data(), b.data(), 4, DataType::float32, ReduceOp::sum, 2, 0, 2); }));
-  EXPECT_TRUE(refused([&] { describe(Collective::send, a.data(), nullptr, 4, DataType::float32, ReduceOp::sum, -1, 0, 2); }));
+  // Recorded as this rank's own fault, for the communicator to refuse on every rank.
+  auto fault = [](const Call& k) { return k.fault; };
+  const auto f32 = DataType::float32;
+  const auto sum = ReduceOp::sum;
+  // Unknown type and op; a collective's root out of range.
+  EXPECT_TRUE(refused([&] { describe(Collective::all_reduce, a.data(), b.data(), 4, static_cast<DataType>(42), sum, 0, 0, 2); }));
+  EXPECT_TRUE(refused([&] { describe(Collective::reduce, a.data(), b.data(), 4, f32, static_cast<ReduceOp>(9), 0, 0, 2); }));
+  EXPECT_TRUE(refused([&] { describe(Collective::broadcast, a.data(), b.data(), 4, f32, sum, 2, 0, 2); }));
+  // A send/recv peer is this rank's own: out of range it is a fault, not a throw.
+  EXPECT_FALSE(refused([&] { describe(Collective::send, a.data(), nullptr, 4, f32, sum, -1, 0, 2); }));
+  EXPECT_EQ(fault(describe(Collective::send, a.data(), nullptr, 4, f32, sum, -1, 0, 2)), Fault::bad_peer);
+  EXPECT_EQ(fault(describe(Collective::recv, nullptr, b.data(), 4, f32, sum, 2, 0, 2)), Fault::bad_peer);
   // A count whose bytes, times the ranks for per-rank buffers, overflow.
-  EXPECT_TRUE(refused([&] { describe(Collective::all_gather, a.data(), b.data(), SIZE_MAX / 8, DataType::float32, ReduceOp::sum, 0, 0, 4); }));
-  EXPECT_FALSE(refused([&] { describe(Collective::all_gather, a.data(), b.data(), 16, DataType::float32, ReduceOp::sum, 0, 0, 4); }));
+  EXPECT_TRUE(refused([&] { describe(Collective::all_gather, a.data(), b.data(), SIZE_MAX / 8, f32, sum, 0, 0, 4); }));
+  EXPECT_FALSE(refused([&] { describe(Collective::all_gather, a.data(), b.data(), 16, f32, sum, 0, 0, 4); }));
+  EXPECT_EQ(fault(describe(Collective::all_gather, a.data(), b.data(), 16, f32, sum, 0, 0, 4)), Fault::none);
   // Null buffers where this rank uses them; broadcast's send on a non-root rank is unused.
-  EXPECT_TRUE(refused([&] { describe(Collective::all_reduce, nullptr, b.data(), 4, DataType::float32, ReduceOp::sum, 0, 0, 2); }));
-  EXPECT_FALSE(refused([&] { describe(Collective::broadcast, nullptr, b.data(), 4, DataType::float32, ReduceOp::sum, 0, 1, 2); }));
-  EXPECT_TRUE(refused([&] { describe(Collective::broadcast, nullptr, b.data(), 4, DataType::float32, ReduceOp::sum, 1, 1, 2); }));
-  EXPECT_FALSE(refused([&] { describe(Collective::reduce, a.data(), nullptr, 4, DataType::float32, ReduceOp::sum, 0, 1, 2); }));
+  EXPECT_EQ(fault(describe(Collective::all_reduce, nullptr, b.data(), 4, f32, sum, 0, 0, 2)), Fault::null_buffer);
+  EXPECT_EQ(fault(describe(Collective::broadcast, nullptr, b.data(), 4, f32, sum, 0, 1, 2)), Fault::none);
+  EXPECT_EQ(fault(describe(Collective::broadcast, nullptr, b.data(), 4, f32, sum, 1, 1, 2)), Fault::null_buffer);
+  EXPECT_EQ(fault(describe(Collective::reduce, a.data(), nullptr, 4, f32, sum, 0, 1, 2)), Fault::none);
   // Overlap that is not the in-place form.
-  EXPECT_TRUE(refused([&] { describe(Collective::all_reduce, a.data(), a.data() + 1, 4, DataType::float32, ReduceOp::sum, 0, 0, 2); }));
-  EXPECT_TRUE(refused([&] { describe(Collective::all_gather, a.data(), a.data(), 4, DataType::float32, ReduceOp::sum, 0, 1, 2); }));
-  EXPECT_FALSE(refused([&] { describe(Collective::all_gather, a.data() + 4, a.data(), 4, DataType::float32, ReduceOp::sum, 0, 1, 2); }));
+  EXPECT_EQ(fault(describe(Collective::all_reduce, a.data(), a.data() + 1, 4, f32, sum, 0, 0, 2)), Fault::overlap);
+  EXPECT_EQ(fault(describe(Collective::all_gather, a.data(), a.data(), 4, f32, sum, 0, 1, 2)), Fault::overlap);
+  EXPECT_EQ(fault(describe(Collective::all_gather, a.data() + 4, a.data(), 4, f32, sum, 0, 1, 2)), Fault::none);
+  // Their messages name the call and the argument.
+  Call k = describe(Collective::broadcast, a.data(), a.data() + 2, 4, f32, sum, 0, 0, 2);
+  EXPECT_EQ(fault_message(k, 2), "broadcast: send and receive buffers overlap but are not in place");
+  k = describe(Collective::send, nullptr, nullptr, 4, f32, sum, 1, 0, 2);
+  EXPECT_EQ(fault_message(k, 2), "send: buffer is null with count 4");
+  k = describe(Collective::recv, nullptr, b.data(), 4, f32, sum, 5, 0, 2);
+  EXPECT_EQ(fault_message(k, 2), "recv: peer 5 is not a rank of this communicator (size 2)");
   // Count 0: nothing is read or written, so null buffers are fine.
-  EXPECT_FALSE(refused([&] { describe(Collective::all_reduce, nullptr, nullptr, 0, DataType::float32, ReduceOp::sum, 0, 0, 2); }));
+  EXPECT_EQ(fault(describe(Collective::all_reduce, nullptr, nullptr, 0, f32, sum, 0, 0, 2)), Fault::none);
 }
 
 // Impossible counts: every collective, on every rank of 1, 2, 3 and 8, root first and
