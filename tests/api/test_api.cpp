@@ -771,6 +771,27 @@ TEST_F(CApi, SplitNoColorGivesNull) {
   EXPECT_EQ(strataCommDestroy(sub), strataSuccess) << strataGetLastError();
 }
 
+// A negative color other than STRATA_SPLIT_NOCOLOR is refused (it used to act as NOCOLOR),
+// in C and C++ alike; the communicator stays usable. NULL newcomm still does the split.
+TEST_F(CApi, OtherNegativeColorsAreInvalidArgument) {
+  static_assert(STRATA_SPLIT_NOCOLOR == kSplitNoColor);
+  strataComm_t sub = nullptr;
+  for (int color : {-2, -100, INT32_MIN}) {
+    EXPECT_C_ERROR(strataCommSplit(comm, color, 0, &sub), strataInvalidArgument, "color");
+    EXPECT_EQ(sub, nullptr);
+  }
+  EXPECT_C_ERROR(strataCommSplit(comm, 0, 0, nullptr), strataInvalidArgument, "newcomm");
+  double x = 2.5, y = 0;
+  EXPECT_EQ(strataAllReduce(&x, &y, 1, strataFloat64, strataSum, comm, nullptr), strataSuccess) << strataGetLastError();
+  EXPECT_EQ(y, 2.5);
+}
+
+TEST_F(Api, OtherNegativeColorsAreInvalidArgument) {
+  for (int color : {-2, -7, INT32_MIN}) EXPECT_INVALID_ARG(comm.split(color, 0)) << "color " << color;
+  EXPECT_FALSE(comm.split(kSplitNoColor, 0).valid());
+  expect_still_usable();
+}
+
 TEST_F(CApi, LastErrorIsPerThread) {
   float b[4] = {};
   EXPECT_EQ(strataBroadcast(b, b, 4, strataFloat32, 5, comm, nullptr), strataInvalidArgument);
