@@ -11,6 +11,9 @@
 //            must fail).
 //   departs: rank 1 destroys the communicator instead of joining an all_reduce; the
 //            others must catch a PeerError naming it, long before STRATA_TIMEOUT.
+//   stopped: all ranks loop over a 256 KiB all_reduce; rank FAILURE_STOP_RANK SIGSTOPs
+//            itself FAILURE_STOP_AFTER_MS into the loop (a child kills it STRATA_TIMEOUT
+//            + 2.5 s after the loop starts). Survivors must time out naming it, not a neighbour waiting on it.
 //
 // Exit codes: 3 caught the expected error (survivor), 0 the stuck rank finished,
 // 4 no error where one was expected, 5 an all_reduce returned a wrong result,
@@ -137,6 +140,49 @@ int mode_killed(Comm& comm) {
   return 4;
 }
 
+int env_int(const char* name, int fallback) {
+  const char* v = getenv(name);
+  return v ? atoi(v) : fallback;
+}
+
+int mode_stopped(Comm& comm) {
+  const int rank = comm.rank(), stop = env_int("FAILURE_STOP_RANK", 0);
+  std::vector<float> x(65536, 1.0f), y(65536);
+  comm.barrier();
+  if (rank == stop) {
+    // The reaper: a stopped process would outlive the test otherwise.
+    pid_t self = getpid();
+    if (fork() == 0) {
+      timespec t{timeout_s() + 2, 500000000};
+      nanosleep(&t, nullptr);
+      kill(self, SIGKILL);
+      _exit(0);
+    }
+    const int after_ms = env_int("FAILURE_STOP_AFTER_MS", 100);
+    std::thread([after_ms] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
+      fprintf(stderr, "STOPPING-ITSELF\n");
+      fflush(stderr);
+      kill(getpid(), SIGSTOP);
+    }).detach();
+  }
+  const double t0 = mono_s();
+  double t_op = t0;
+  int it = 0;
+  try {
+    for (; mono_s() - t0 < 3.0 * timeout_s(); ++it) {
+      t_op = mono_s();
+      comm.all_reduce(x.data(), y.data(), x.size(), DataType::float32, ReduceOp::sum);
+    }
+  } catch (const Error& e) {
+    fprintf(stderr, "ITERATIONS %d\n", it);
+    report("CAUGHT", e, mono_s() - t_op);
+    after_error(comm);
+  }
+  fprintf(stderr, "NO-ERROR after %d iterations\n", it);
+  return 4;
+}
+
 // Rank 1 does not join the all_reduce: it sleeps past the timeout first (stuck), or
 // destroys the communicator at once (departs).
 int mode_rank1_absent(Comm& comm, bool departs) {
@@ -251,6 +297,7 @@ int main(int argc, char** argv) {
     if (mode == "stuck") return mode_rank1_absent(comm, false);
     if (mode == "abort") return mode_abort(comm);
     if (mode == "departs") return mode_rank1_absent(comm, true);
+    if (mode == "stopped") return mode_stopped(comm);
   } catch (const Error& e) {
     report("UNEXPECTED", e, 0);
     return 11;
