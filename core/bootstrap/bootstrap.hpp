@@ -29,6 +29,11 @@ std::string host_identity();
 // separate hosts, but not separate CPUs.
 std::string machine_identity();
 
+// What is wrong with a rank's description as it arrived from another process ("" when
+// nothing): an address that is not IPv4/IPv6 of its length, unterminated identities, a
+// socket count out of STRATA_TCP_NSOCKS's range. Pure: the fuzzers call it too.
+std::string check_rank_info(const RankInfo& info);
+
 // Starts the root in a detached thread that owns `listener`; it serves one job of
 // whatever size the first joiner announces, then exits (or gives up after timeout_s).
 void start_root(net::Fd listener, const Secret& secret, double timeout_s);

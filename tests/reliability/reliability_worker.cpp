@@ -14,7 +14,11 @@
 //   p2p_size    : rank 0 sends 4096 bytes to rank 1, which receives 4000
 //   p2p_vs_coll : rank 0 sends to rank 1 while ranks 1.. call all_reduce
 //   split_color : split where rank 1 passes color -2
+//   start       : nothing wrong: prints READY t=<CLOCK_MONOTONIC seconds> once the
+//                 communicator is made (the start-delay test)
 // Every mode then runs an all_reduce of 4096 floats (rank r contributes r + 1 + i).
+#include <time.h>
+
 #include <strata/strata.hpp>
 
 #include <cstdio>
@@ -114,6 +118,10 @@ int run(Comm& comm, const std::string& mode) {
     } else if (mode == "p2p_vs_coll") {
       all_reduce_of(comm, 1024, nullptr, false);
     }
+  } else if (mode == "start") {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    fprintf(stderr, "READY t=%.6f\n", ts.tv_sec + ts.tv_nsec * 1e-9);
   } else if (mode == "split_color") {
     Comm child;
     step("first", [&] { child = comm.split(r == 1 ? -2 : 0, r); }, [&] { return child.valid(); });
