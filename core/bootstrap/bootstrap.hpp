@@ -19,6 +19,9 @@ struct RankInfo {
   int32_t force_tcp;     // STRATA_TRANSPORT=tcp on this rank
   char machine[40];      // kernel boot id: ranks with the same one share CPUs, whatever their host
   uint64_t cpus[16];     // CPUs this rank may run on (its affinity mask), one bit each
+  int32_t check;         // STRATA_CHECK of this rank
+  int32_t pad;
+  uint64_t plan_settings;  // a hash of the settings that shape plans, which every rank must share
 };
 
 // This process's host identity: STRATA_HOST if set, else hostname, boot id and network
