@@ -76,7 +76,10 @@ void serve_root(net::Fd listener, Secret secret, double timeout_s) {
       ++joined;
     }
     JoinReply reply{kReplyMagic, 1, {}};
-    for (int r = 0; r < nranks; ++r) {
+    // Rank 0 last: this thread lives in its process, which may end as soon as it has the
+    // table (a communicator refused on every rank); what is already sent still arrives.
+    for (int k = 1; k <= nranks; ++k) {
+      const int r = k % nranks;
       const std::string to = "rank " + std::to_string(r);
       net::send_all(conns[static_cast<size_t>(r)].get(), &reply, sizeof reply, deadline, to);
       net::send_all(conns[static_cast<size_t>(r)].get(), table.data(), table.size() * sizeof(RankInfo), deadline, to);

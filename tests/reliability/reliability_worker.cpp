@@ -21,6 +21,8 @@
 
 #include <strata/strata.hpp>
 
+#include "error_fields.hpp"
+
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -30,39 +32,13 @@ using namespace strata;
 
 namespace {
 
-const char* kind_name(ErrorKind k) {
-  switch (k) {
-    case ErrorKind::invalid_argument: return "invalid_argument";
-    case ErrorKind::invalid_usage: return "invalid_usage";
-    case ErrorKind::remote: return "remote";
-    case ErrorKind::timeout: return "timeout";
-    case ErrorKind::system: return "system";
-    case ErrorKind::internal: return "internal";
-  }
-  return "?";
-}
-
-std::string one_line(const char* s) {
-  std::string m(s);
-  for (char& c : m)
-    if (c == '\n') c = ' ';
-  return m;
-}
-
 // Runs `call`; `right` says whether what it returned is right.
 void step(const char* name, const std::function<void()>& call, const std::function<bool()>& right) {
   try {
     call();
     fprintf(stderr, "STEP name=%s outcome=%s\n", name, right() ? "ok" : "wrong");
   } catch (const Error& e) {
-    const auto* p = dynamic_cast<const PeerError*>(&e);
-    const char* cls = dynamic_cast<const TimeoutError*>(&e)      ? "TimeoutError"
-                      : p                                          ? "PeerError"
-                      : dynamic_cast<const InvalidArgument*>(&e)  ? "InvalidArgument"
-                      : dynamic_cast<const InvalidUsage*>(&e)     ? "InvalidUsage"
-                                                                   : "Error";
-    fprintf(stderr, "STEP name=%s outcome=error class=%s kind=%s peer=%d msg=%s\n", name, cls, kind_name(e.kind()),
-            p ? p->peer() : -1, one_line(e.what()).c_str());
+    fprintf(stderr, "STEP name=%s outcome=error%s\n", name, strata_test::error_fields(e).c_str());
   }
   fflush(stderr);
 }
