@@ -3,6 +3,7 @@
 // parent's. Hierarchical algorithms are such compositions.
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include "ground/plan.hpp"
@@ -51,15 +52,20 @@ inline void append(Plan& p, const Plan& sub, const Placement& at) {
 // Software pipelining: piece i's round r runs in merged round r + i, so one piece's
 // network phase overlaps the next piece's local phase. Valid only when every rank's piece
 // plans have the same round structure, so that transfers between two ranks are posted in
-// the same merged round, in the same piece order, on both sides.
-inline Plan interleave(const std::vector<Plan>& pieces, const std::vector<Placement>& at) {
+// the same merged round, in the same piece order, on both sides. `newest_first`: within a
+// merged round the later piece's steps come first (the order another plan on the same
+// wire expects; see ring.cpp).
+inline Plan interleave(const std::vector<Plan>& pieces, const std::vector<Placement>& at, bool newest_first = false) {
   Plan p;
   size_t rounds = 0;
   for (size_t i = 0; i < pieces.size(); ++i) rounds = std::max(rounds, pieces[i].rounds() + i);
   for (size_t t = 0; t < rounds; ++t) {
     p.new_round();
-    for (size_t i = 0; i < pieces.size() && i <= t; ++i)
+    const size_t last = std::min(t, pieces.size() - 1);
+    for (size_t k = 0; k <= last; ++k) {
+      const size_t i = newest_first ? last - k : k;
       if (t - i < pieces[i].rounds()) append_round(p, pieces[i], t - i, at[i]);
+    }
   }
   for (size_t i = 0; i < pieces.size(); ++i)
     if (at[i].scratch.buf == Buf::scratch) p.need_scratch(at[i].scratch.offset + pieces[i].scratch_count);

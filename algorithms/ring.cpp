@@ -47,14 +47,17 @@ int two_rank_pieces(const CollArgs& a) {
   return bytes < 4 * kPieceBytes ? 1 : static_cast<int>(std::min<size_t>(bytes / kPieceBytes, a.count));
 }
 
-// Two ranks, out of place, over a link that forwards: per piece a rank sends the half the
-// peer reduces, reduces its own half from the input and the peer's into the output while
-// forwarding each reduced bit back at once (from cache; nothing reads the output again),
-// then receives the peer's reduced half. One round: the link streams the pieces. Each
-// direction carries half 0, half 1, forward 0, half 2, forward 1, ...: a half runs one piece
-// ahead, so the peer has the next piece's half while it forwards this one. (In place a
-// piece's last receive would overwrite memory its first send reads; the pipelined plan
-// below serves that case.)
+// Two ranks, out of place, over a link that forwards: per piece a rank sends its own half,
+// reduces the peer's half from the input and the peer's into the output while forwarding
+// each reduced bit back at once (from cache; nothing reads the output again), then
+// receives its own half reduced. One round: the link streams the pieces. Each direction
+// carries half 0, half 1, forward 0, half 2, forward 1, ...: a half runs one piece ahead,
+// so the peer has the next piece's half while it forwards this one. (In place a piece's
+// last receive would overwrite memory its first send reads; the pipelined plan below
+// serves that case.)
+// In place is a rank's own choice, so the peer may run the pipelined plan against this
+// one: both put the same bytes on the wire in the same order (the ring's halves: each
+// rank sends block r and reduces the other; pieces interleaved newest first).
 Plan all_reduce_forwarding(const CollArgs& a) {
   Plan p;
   p.algo = name(Algo::ring);
@@ -65,13 +68,13 @@ Plan all_reduce_forwarding(const CollArgs& a) {
   };
   auto len = [&](int piece, int half) { return block_size(block_size(a.count, pieces, piece), 2, half); };
   p.new_round();
-  p.send(peer, at(0, Buf::input, peer), len(0, peer));
+  p.send(peer, at(0, Buf::input, r), len(0, r));
   for (int i = 0; i < pieces; ++i) {
-    if (i + 1 < pieces) p.send(peer, at(i + 1, Buf::input, peer), len(i + 1, peer));
-    p.recv_reduce_send(peer, at(i, Buf::input, r), at(i, Buf::output, r), len(i, r));
-    if (i > 0) p.recv(peer, at(i - 1, Buf::output, peer), len(i - 1, peer));
+    if (i + 1 < pieces) p.send(peer, at(i + 1, Buf::input, r), len(i + 1, r));
+    p.recv_reduce_send(peer, at(i, Buf::input, peer), at(i, Buf::output, peer), len(i, peer));
+    if (i > 0) p.recv(peer, at(i - 1, Buf::output, r), len(i - 1, r));
   }
-  p.recv(peer, at(pieces - 1, Buf::output, peer), len(pieces - 1, peer));
+  p.recv(peer, at(pieces - 1, Buf::output, r), len(pieces - 1, r));
   return p;
 }
 
@@ -88,7 +91,7 @@ Plan all_reduce(const CollArgs& a) {
     plans.push_back(all_reduce_whole(piece));
     at.push_back({{0, 1}, {Buf::input, off}, {Buf::output, off}, {Buf::scratch, 0}, true});
   }
-  Plan p = interleave(plans, at);
+  Plan p = interleave(plans, at, /*newest_first=*/true);  // the forwarding plan's order
   p.algo = name(Algo::ring);
   return p;
 }

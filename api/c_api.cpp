@@ -141,8 +141,15 @@ strataResult_t strataCommInitFromEnv(strataComm_t* comm) {
 
 strataResult_t strataCommSplit(strataComm_t comm, int color, int key, strataComm_t* newcomm) {
   return guarded([&] {
-    if (!newcomm) throw strata::InvalidArgument("strataCommSplit: newcomm is NULL");
-    return adopt(newcomm, live(comm).split(color, key));
+    strata::Comm child = live(comm).split(color, key);
+    if (!newcomm) {
+      // The split is collective: it was done, so the other ranks are not left waiting in it;
+      // the new communicator is destroyed, and its other ranks see this one leave.
+      if (child.valid()) child.destroy();
+      throw strata::InvalidArgument("strataCommSplit: newcomm is NULL (the split was done and its communicator "
+                                    "destroyed on this rank)");
+    }
+    return adopt(newcomm, std::move(child));
   });
 }
 

@@ -2,6 +2,7 @@
 // ordered by the operation queue, planned through the plan cache and run by the engine.
 // Creation and split are in core/comm_create.cpp.
 #include <algorithm>
+#include <utility>
 
 #include "algorithms/tuner.hpp"
 #include "core/comm_info.hpp"
@@ -13,31 +14,61 @@ namespace strata {
 
 // ---- running one call ----
 
-Request CommState::start(const Call& call, bool blocking) {
-  if (call.coll == Collective::send || call.coll == Collective::recv) {
+Request CommState::start(Call call, bool blocking) {
+  const bool p2p = call.coll == Collective::send || call.coll == Collective::recv;
+  if (!p2p && group_depth > 0) call.fault = Fault::in_group;
+  // STRATA_CHECK sends buffer faults with the call's description, so every rank fails the
+  // call and the communicator stays usable; the others need a peer and a call to send with.
+  const bool sent_with_check = cfg.check && (call.fault == Fault::null_buffer || call.fault == Fault::overlap);
+  if (p2p) {
     P2POp p{call.coll == Collective::send,
             static_cast<char*>(const_cast<void*>(call.coll == Collective::send ? call.send : call.recv)), call.bytes(),
             call.root};
     if (group_depth > 0) {
+      if (call.fault != Fault::none) {
+        // Refused with the whole group at group_end; the caller learns of it now.
+        if (group_fault == Fault::none) group_fault = call.fault, group_fault_what = fault_message(call, nranks);
+        throw_fault(call.fault, fault_message(call, nranks) + " (the group will be refused at group_end)");
+      }
       group.push_back(p);
       return {};
     }
-    if (p.peer == rank)
+    if (call.fault == Fault::none && p.peer == rank)
       throw InvalidArgument(std::string(name(call.coll)) +
                             ": peer is this rank itself; outside a group that would never complete");
-    return run_group({p}, blocking);
+    if (call.fault != Fault::none && !sent_with_check) refuse(call.fault, call.coll, fault_message(call, nranks), blocking);
+    return run_group({p}, blocking, call.fault, call.fault != Fault::none ? fault_message(call, nranks) : "");
   }
-  if (group_depth > 0)
-    throw InvalidUsage(std::string(name(call.coll)) + ": collectives cannot be called inside group_start/group_end");
-  if (call.count == 0) return {};
+  if (call.fault != Fault::none && !sent_with_check) refuse(call.fault, call.coll, fault_message(call, nranks), blocking);
+  if (call.count == 0 && !cfg.check) return {};  // under STRATA_CHECK even an empty call is compared
   auto fn = [this, call] { execute(call); };
   if (!blocking) return queue.submit(fn);
   queue.run_now(fn);
   return {};
 }
 
+void CommState::refuse(Fault fault, Collective coll, const std::string& what, bool blocking) {
+  auto fn = [this, fault, coll, what] { refuse_here(fault, coll, what); };
+  if (blocking) queue.run_now(fn);  // throws
+  queue.submit(fn);  // the peers are told in issue order; the caller learns now
+  throw_fault(fault, refusal_text(what));
+}
+
+void CommState::refuse_here(Fault fault, Collective coll, const std::string& what) {
+  if (nranks > 1) engine->refuse(fault, coll, what);
+  throw_fault(fault, refusal_text(what));
+}
+
+std::string CommState::refusal_text(const std::string& what) const {
+  if (nranks == 1) return what;  // nobody to fall out of step with
+  return what + "; the other ranks were told: the call fails on every rank, and the communicator can only be "
+                "destroyed (with STRATA_CHECK=1 it stays usable)";
+}
+
 void CommState::execute(const Call& call) {
   log::set_thread_rank(rank);
+  if (cfg.check) check_collective(call);
+  if (call.count == 0) return;
   // Two ranks share one link, the same transport on both sides: they agree on `forward`.
   const bool forward = nranks == 2 && !has_finalize(call.op) && engine->links_forward();
   CachedPlan& cached = plans.get(PlanCache::key_of(call, forward), [&] { return build_plan_for(call, forward); });
@@ -65,18 +96,28 @@ Plan CommState::build_plan_for(const Call& call, bool forward) const {
   return plan;
 }
 
-Request CommState::run_group(std::vector<P2POp> ops, bool blocking) {
-  Plan plan = p2p_plan(ops, rank);
-  if (plan.steps.empty()) return {};
-  // The group runs as one call of the bytes it sends: its store choice is learnt by that.
-  Call sent;
-  sent.coll = Collective::send;
-  for (const P2POp& p : ops)
-    if (p.is_send) sent.count += p.bytes;
-  auto fn = [this, plan = std::move(plan), sent] {
+Request CommState::run_group(std::vector<P2POp> ops, bool blocking, Fault own, std::string own_what) {
+  auto fn = [this, ops = std::move(ops), own, own_what] {
     log::set_thread_rank(rank);
-    STRATA_INFO("grouped send/recv: %zu steps", plan.steps.size());
-    engine->execute(plan, sent, nullptr, plans.group_slot(sent.count));
+    std::string disagreement;
+    const std::vector<P2POp> run = cfg.check ? check_pairs(ops, own, disagreement) : ops;
+    Plan plan;
+    try {
+      plan = p2p_plan(run, rank);
+    } catch (const InvalidArgument& e) {  // sends to self that do not pair up: this rank's own verdict
+      refuse_here(Fault::self_group, Collective::send, e.what());
+    }
+    if (!plan.steps.empty()) {
+      // The group runs as one call of the bytes it sends: its store choice is learnt by that.
+      Call sent;
+      sent.coll = Collective::send;
+      for (const P2POp& p : run)
+        if (p.is_send) sent.count += p.bytes;
+      STRATA_INFO("grouped send/recv: %zu steps", plan.steps.size());
+      engine->execute(plan, sent, nullptr, plans.group_slot(sent.count));
+    }
+    if (own != Fault::none) throw_fault(own, own_what + " (" + disagreement + ")");
+    if (!disagreement.empty()) throw_fault(Fault::mismatch, disagreement);
   };
   if (!blocking) return queue.submit(fn);
   queue.run_now(fn);
@@ -99,7 +140,7 @@ void CommState::abort_now() {
 // ---- the handle ----
 
 CommState& Comm::checked() const {
-  if (!state_) throw InvalidUsage("this communicator is null (default-constructed, or a split with a negative color)");
+  if (!state_) throw InvalidUsage("this communicator is null (default-constructed, or a split with kSplitNoColor)");
   switch (state_->life.load()) {
     case CommState::live: return *state_;
     case CommState::destroyed: throw InvalidUsage("this communicator was destroyed");
@@ -197,6 +238,10 @@ Request Comm::end_group(bool blocking) {
   if (--s.group_depth > 0) return {};
   std::vector<P2POp> ops;
   ops.swap(s.group);
+  if (s.group_fault != Fault::none) {
+    const Fault f = std::exchange(s.group_fault, Fault::none);
+    s.refuse(f, Collective::send, "group_end: the group holds a refused call (" + s.group_fault_what + ")", blocking);
+  }
   return s.run_group(std::move(ops), blocking);
 }
 Request Comm::group_end_async() { return end_group(false); }

@@ -27,6 +27,35 @@ uint64_t mix(uint64_t x) {  // splitmix64: spreads split tags so sub-communicato
   return x ^ (x >> 31);
 }
 
+// The settings every rank must share because plans are built from them (a rank with
+// another algorithm or chunk pairs its transfers with the wrong bytes), as one hash.
+uint64_t plan_settings_hash(const Config& cfg) {
+  const std::string all = cfg.algo + "|" + (cfg.chunk_bytes_set ? std::to_string(cfg.chunk_bytes) : "") + "|" +
+                          settings::text("STRATA_HIERARCHY") + "|" + settings::text("STRATA_LINK_MODEL");
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+  for (unsigned char c : all) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+// Every rank compares the table it received, so every rank refuses alike.
+void check_settings_agree(const std::vector<bootstrap::RankInfo>& table) {
+  auto ranks_where = [&](auto differs) {
+    std::string s;
+    for (size_t r = 0; r < table.size(); ++r)
+      if (differs(table[r])) s += (s.empty() ? "" : ", ") + std::to_string(r);
+    return s;
+  };
+  const auto& first = table.front();
+  std::string odd = ranks_where([&](const bootstrap::RankInfo& i) { return i.check != first.check; });
+  if (!odd.empty())
+    throw InvalidArgument("STRATA_CHECK differs between ranks: rank 0 has " + std::to_string(first.check) +
+                          ", ranks " + odd + " the other value; set the same on every rank");
+  odd = ranks_where([&](const bootstrap::RankInfo& i) { return i.plan_settings != first.plan_settings; });
+  if (!odd.empty())
+    throw InvalidArgument("the settings that shape plans (STRATA_ALGO, STRATA_CHUNK_BYTES, STRATA_HIERARCHY, "
+                          "STRATA_LINK_MODEL) differ between rank 0 and ranks " + odd + "; set the same on every rank");
+}
+
 // `emulated_node` >= 0 (STRATA_HIERARCHY sets node sizes) makes this rank's host
 // identity differ per emulated node, so those talk over tcp as separate hosts would.
 bootstrap::RankInfo my_info(const Config& cfg, const net::Fd& listener, int emulated_node) {
@@ -37,6 +66,8 @@ bootstrap::RankInfo my_info(const Config& cfg, const net::Fd& listener, int emul
   std::snprintf(info.host, sizeof info.host, "%s", host.c_str());
   info.tcp_nsocks = cfg.tcp_nsocks;
   info.force_tcp = cfg.transport == "tcp";
+  info.check = cfg.check;
+  info.plan_settings = plan_settings_hash(cfg);
   std::snprintf(info.machine, sizeof info.machine, "%s", bootstrap::machine_identity().c_str());
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -62,7 +93,7 @@ void check_algo_setting(const std::string& algo) {
 Comm CommState::create(int rank, int nranks, const std::vector<bootstrap::RankInfo>& table, const net::Fd& listener,
                        const bootstrap::Secret& secret, uint64_t tag, const Config& cfg,
                        const std::vector<LevelSpec>& spec) {
-  check_algo_setting(cfg.algo);
+  check_settings_agree(table);
   auto s = std::make_shared<CommState>();
   std::vector<std::string> hosts;
   for (const auto& info : table) hosts.emplace_back(info.host);
@@ -78,6 +109,8 @@ Comm CommState::create(int rank, int nranks, const std::vector<bootstrap::RankIn
   s->secret = secret;
   s->tag = tag;
   s->table = table;
+  s->sent_to.assign(static_cast<size_t>(nranks), 0);
+  s->received_from.assign(static_cast<size_t>(nranks), 0);
   Mesh mesh = connect_mesh(rank, table, listener, secret, tag, cfg, net::deadline_after(cfg.timeout_s));
   s->engine = std::make_unique<Engine>(rank, nranks, std::move(mesh), cfg, s->hier.oversubscribed);
   return Comm(s);
@@ -103,6 +136,7 @@ static Comm init(int nranks, int rank, const net::SockAddr& root, const bootstra
     throw InvalidArgument("rank " + std::to_string(rank) + " is outside [0, " + std::to_string(nranks) + ")");
   log::set_thread_rank(rank);
   Config cfg = Config::from_env();
+  check_algo_setting(cfg.algo);  // before joining: the root then names this rank as missing
   auto spec = parse_hierarchy_spec(settings::text("STRATA_HIERARCHY"));
   net::Fd listener = listen_like(root);
   auto table = bootstrap::join(root, secret, rank, nranks, my_info(cfg, listener, emulated_node(spec, rank)),
@@ -183,7 +217,8 @@ Comm Comm::init_from_env() {
 
 Comm Comm::split(int color, int key) {
   CommState& s = checked();
-  if (s.group_depth > 0) throw InvalidUsage("split: not allowed inside group_start/group_end");
+  if (s.group_depth > 0)
+    s.refuse(Fault::in_group, Collective::all_gather, "split: not allowed inside group_start/group_end", true);
   struct Entry {
     int32_t color, key;
     bootstrap::RankInfo info;
@@ -197,7 +232,15 @@ Comm Comm::split(int color, int key) {
                    s.nranks),
           true);
   uint64_t tag = mix(s.tag ^ mix(++s.splits) ^ mix(static_cast<uint64_t>(static_cast<uint32_t>(color))));
-  if (color < 0) return Comm();
+  // Checked on the colours every rank received, so every rank refuses the same split.
+  std::string bad;
+  for (int r = 0; r < s.nranks; ++r)
+    if (all[r].color < kSplitNoColor)
+      bad += (bad.empty() ? "" : ", ") + std::string("rank ") + std::to_string(r) + " passed " + std::to_string(all[r].color);
+  if (!bad.empty())
+    throw InvalidArgument("split: a color must be >= 0, or kSplitNoColor (-1, C: STRATA_SPLIT_NOCOLOR) to take no "
+                          "part; " + bad + " (every rank refuses this split; the communicator stays usable)");
+  if (color == kSplitNoColor) return Comm();
   std::vector<int> members;
   for (int r = 0; r < s.nranks; ++r)
     if (all[r].color == color) members.push_back(r);

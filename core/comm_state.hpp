@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "algorithms/algorithms.hpp"
@@ -37,6 +38,15 @@ struct CommState {
 
   int group_depth = 0;
   std::vector<P2POp> group;
+  Fault group_fault = Fault::none;  // a send/recv of the open group was refused (the first)
+  std::string group_fault_what;
+
+  // STRATA_CHECK (core/call_check.cpp): collectives run so far, messages so far per peer
+  // (sent to it, received from it), and the plan and engine slot of the exchanges.
+  uint64_t calls = 0;
+  std::vector<uint64_t> sent_to, received_from;
+  std::unique_ptr<Plan> check_plan;
+  std::unique_ptr<PlanSlot> check_slot;
 
   ~CommState() {
     if (life.load() == live) shutdown(true);
@@ -48,16 +58,29 @@ struct CommState {
                      const bootstrap::Secret& secret, uint64_t tag, const Config& cfg,
                      const std::vector<LevelSpec>& spec);
 
-  // A checked collective or point-to-point call: run now (blocking) or queued.
-  Request start(const Call& call, bool blocking);
-  // A group of point-to-point transfers as one operation.
-  Request run_group(std::vector<P2POp> ops, bool blocking);
+  // A described collective or point-to-point call: run now (blocking) or queued. A fault
+  // (a check this rank failed alone) is refused on every rank (refuse) or, under
+  // STRATA_CHECK, sent with the call's description.
+  Request start(Call call, bool blocking);
+  // A group of point-to-point transfers as one operation; `own`: a fault of its only call.
+  Request run_group(std::vector<P2POp> ops, bool blocking, Fault own = Fault::none, std::string own_what = "");
+  // Refuses a call on every rank: in issue order, the engine tells every peer (the call
+  // fails there, and the communicator can only be destroyed: its links are out of step);
+  // throws `what` here. A one-rank communicator stays usable.
+  [[noreturn]] void refuse(Fault fault, Collective coll, const std::string& what, bool blocking);
   void shutdown(bool goodbye);
   void abort_now();
 
  private:
   void execute(const Call& call);
   Plan build_plan_for(const Call& call, bool forward) const;
+  // The refusal itself, on the thread that runs operations.
+  [[noreturn]] void refuse_here(Fault fault, Collective coll, const std::string& what);
+  std::string refusal_text(const std::string& what) const;
+  // STRATA_CHECK's exchanges: throw on a disagreement (check_pairs: returns the transfers
+  // of the pairs that agree, and what the others disagree on).
+  void check_collective(const Call& call);
+  std::vector<P2POp> check_pairs(const std::vector<P2POp>& ops, Fault own, std::string& disagreement);
 };
 
 }  // namespace strata

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -17,18 +18,44 @@ namespace strata {
 namespace {
 using Clock = std::chrono::steady_clock;
 
-// Control messages: fixed 8 bytes so a reader never sees half of one.
-struct Notice {
-  char kind;  // 'B' goodbye, 'A' abort
-  char pad[3];
-  int32_t origin;  // abort: the rank whose failure caused it (-1 unknown)
-};
-static_assert(sizeof(Notice) == 8);
+constexpr uint8_t kStopped = 1;  // the origin did not answer a liveness probe
+constexpr uint8_t kUnsure = 2;   // a timeout, but every rank answered: the origin is only the rank waited on
+
+// How long a rank that timed out waits for every peer to answer its liveness probe. A
+// rank waiting in a call answers within milliseconds (it reads its control sockets every
+// 2 ms of stall); one that is stopped, hung or not calling never does.
+constexpr auto kProbeWindow = std::chrono::milliseconds(500);
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s;
+  for (int r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
+  return s;
+}
 
 PeerError abort_notice_error(const Notice& n, int from) {
-  int o = n.origin >= 0 ? n.origin : from;
-  return PeerError(o, "rank " + std::to_string(o) + " failed or stopped (reported by rank " + std::to_string(from) +
-                          "); the communicator is unusable");
+  const int o = n.origin >= 0 ? n.origin : from;
+  const std::string by = " (reported by rank " + std::to_string(from) + ")";
+  if (n.flags & kUnsure)
+    return TimeoutError(o, "no progress from rank " + std::to_string(o) + " within STRATA_TIMEOUT" + by +
+                               ", but every rank answered a liveness probe: none is known to have stopped; the ranks "
+                               "may be calling different operations (STRATA_CHECK=1 tells which); the communicator is unusable");
+  if (n.flags & kStopped)
+    return TimeoutError(o, "rank " + std::to_string(o) + " made no progress for STRATA_TIMEOUT and did not answer a "
+                               "liveness probe: it is stopped, hung, or not calling this communicator" + by +
+                               "; the communicator is unusable");
+  return PeerError(o, "rank " + std::to_string(o) + " failed or stopped" + by + "; the communicator is unusable");
+}
+
+PeerError refused_error(const Notice& n) {
+  const auto f = static_cast<Fault>(n.why < kNumFaults ? n.why : 0);
+  const auto c = static_cast<Collective>(n.coll < kNumCollectives ? n.coll : 0);
+  if (f == Fault::mismatch)
+    return PeerError(n.origin, "rank " + std::to_string(n.origin) + " found that the ranks called different operations "
+                                   "(STRATA_CHECK; its error says which); the communicator can only be destroyed",
+                     kind_of(f));
+  return PeerError(n.origin, "rank " + std::to_string(n.origin) + " refused its arguments to " + name(c) + " (" +
+                                 summary(f) + "); the call fails on every rank and the communicator can only be destroyed",
+                   kind_of(f));
 }
 
 // The engine's slot beside a cached plan.
@@ -55,6 +82,7 @@ Engine::Engine(int rank, int nranks, Mesh mesh, const Config& cfg, bool oversubs
       mesh_(std::move(mesh)),
       cfg_(cfg),
       peer_left_(static_cast<size_t>(nranks)),
+      answered_(static_cast<size_t>(nranks)),
       spins_before_yield_(oversubscribed ? 1 : 64) {
   for (auto& fd : mesh_.control)
     if (fd.valid()) net::set_nonblocking(fd.get());
@@ -143,6 +171,7 @@ void Engine::wait_links() {
   // spinning never pays for it.
   Clock::time_point last_progress, last_check;
   const auto timeout = std::chrono::duration<double>(cfg_.timeout_s);
+  Clock::time_point probe_sent;  // when this stall's liveness probe went out
   unsigned idle_spins = 0;
   std::vector<pollfd> fds;
   for (;;) {
@@ -167,6 +196,7 @@ void Engine::wait_links() {
     auto now = Clock::now();
     if (idle_spins == spins_before_yield_) {  // the first idle moment of this stall
       last_progress = now;
+      probe_sent = Clock::time_point{};
       if (last_check == Clock::time_point{}) last_check = now;
     }
     if (aborted_.load(std::memory_order_relaxed)) throw InvalidUsage("the communicator was aborted");
@@ -180,7 +210,16 @@ void Engine::wait_links() {
     if (now - last_progress > std::chrono::milliseconds(200))
       for (Link* l : active_)
         if (!l->idle() && peer_left_[static_cast<size_t>(l->peer())]) throw departed(l->peer());
-    if (now - last_progress > timeout) fail_stuck();
+    // Past the timeout, ask every peer whether it is alive before blaming one: the rank
+    // waited on may itself be waiting on the one that stopped.
+    if (now - last_progress > timeout) {
+      if (probe_sent == Clock::time_point{}) {
+        probe_sent = now;
+        send_probe();
+      } else if (now - probe_sent > kProbeWindow || all_answered()) {
+        fail_stuck(now - probe_sent);
+      }
+    }
     fds.clear();
     bool all_fd = true;
     for (Link* l : active_) {
@@ -210,48 +249,116 @@ void Engine::check_control() {
   if (fds.empty() || ::poll(fds.data(), fds.size(), 0) <= 0) return;
   for (size_t i = 0; i < fds.size(); ++i) {
     if (!fds[i].revents) continue;
-    int j = peers[i];
-    Notice n{};
-    ssize_t r = ::recv(fds[i].fd, &n, sizeof n, MSG_DONTWAIT | MSG_WAITALL);
-    if (r == static_cast<ssize_t>(sizeof n) && n.kind == 'B') {
-      peer_left_[j] = true;  // a transfer still waiting on it fails in wait_links
-      continue;
+    const int j = peers[i];
+    for (;;) {  // every notice waiting on this socket: probes may queue up behind others
+      Notice n{};
+      ssize_t r = ::recv(fds[i].fd, &n, sizeof n, MSG_DONTWAIT | MSG_WAITALL);
+      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
+      if (r != static_cast<ssize_t>(sizeof n)) {
+        relay_ = {};
+        throw PeerError(j, "rank " + std::to_string(j) + " died or closed its connection without destroying the communicator");
+      }
+      if (n.kind == 'B') {
+        peer_left_[j] = true;  // a transfer still waiting on it fails in wait_links
+        break;
+      }
+      if (n.kind == 'P') {
+        Notice answer{'Q', 0, 0, 0, rank_};
+        (void)::send(fds[i].fd, &answer, sizeof answer, MSG_NOSIGNAL | MSG_DONTWAIT);
+      } else if (n.kind == 'Q') {
+        answered_[j] = true;
+      } else {
+        throw notice_error(n, j);
+      }
     }
-    if (r == static_cast<ssize_t>(sizeof n) && n.kind == 'A') {
-      throw abort_notice_error(n, j);
-    }
-    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
-    throw PeerError(j, "rank " + std::to_string(j) + " died or closed its connection without destroying the communicator");
   }
+}
+
+PeerError Engine::notice_error(const Notice& n, int from) {
+  from_notice_ = true;
+  if (n.kind == 'R') {
+    relay_ = n;  // the others learn which rank refused what, not only that this one failed
+    return refused_error(n);
+  }
+  relay_ = {'A', 0, 0, n.flags, n.origin >= 0 ? n.origin : from};
+  return abort_notice_error(n, from);
 }
 
 void Engine::prefer_abort_notice(int culprit) {
+  if (from_notice_) return;  // the error is a notice already: a goodbye behind it is its consequence
   for (int j = 0; j < nranks_; ++j) {
     if (!mesh_.control[j].valid() || peer_left_[j]) continue;
-    Notice n{};
-    ssize_t r = ::recv(mesh_.control[j].get(), &n, sizeof n, MSG_DONTWAIT | MSG_PEEK);
-    if (r == static_cast<ssize_t>(sizeof n) && n.kind == 'A') {
-      throw abort_notice_error(n, j);
+    Notice waiting[16]{};
+    ssize_t r = ::recv(mesh_.control[j].get(), waiting, sizeof waiting, MSG_DONTWAIT | MSG_PEEK);
+    for (ssize_t k = 0; r > 0 && k < r / static_cast<ssize_t>(sizeof(Notice)); ++k) {
+      const Notice& n = waiting[k];
+      if (n.kind == 'A' || n.kind == 'R') throw notice_error(n, j);
+      if (n.kind == 'B' && j == culprit) throw departed(j);
     }
-    if (r == static_cast<ssize_t>(sizeof n) && n.kind == 'B' && j == culprit) throw departed(j);
   }
 }
 
-void Engine::fail_stuck() {
-  int peer = -1;
+void Engine::send_probe() {
+  answered_.assign(static_cast<size_t>(nranks_), false);
+  Notice probe{'P', 0, 0, 0, rank_};
+  for (int j = 0; j < nranks_; ++j)
+    if (mesh_.control[j].valid() && !peer_left_[j])
+      (void)::send(mesh_.control[j].get(), &probe, sizeof probe, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+std::vector<int> Engine::silent_peers() const {
+  std::vector<int> silent;
+  for (int j = 0; j < nranks_; ++j)
+    if (j != rank_ && mesh_.control[j].valid() && !peer_left_[j] && !answered_[j]) silent.push_back(j);
+  return silent;
+}
+
+bool Engine::all_answered() const { return silent_peers().empty(); }
+
+void Engine::fail_stuck(Clock::duration probed) {
+  int waited = -1;
   for (Link* l : active_)
     if (!l->idle()) {
-      peer = l->peer();
+      waited = l->peer();
       break;
     }
-  throw TimeoutError(peer, "no progress from rank " + std::to_string(peer) + " for " + std::to_string(cfg_.timeout_s) +
-                               " s (STRATA_TIMEOUT); it is stuck, too slow, or not calling the same collective");
+  const std::string T = std::to_string(cfg_.timeout_s) + " s (STRATA_TIMEOUT)";
+  const std::vector<int> silent = silent_peers();
+  if (silent.empty()) {
+    relay_ = {'A', 0, 0, kUnsure, waited};
+    throw TimeoutError(waited, "no progress from rank " + std::to_string(waited) + " for " + T +
+                                   ", but every rank answered a liveness probe: none is known to have stopped; the ranks "
+                                   "may be calling different operations (STRATA_CHECK=1 tells which), or one is busy "
+                                   "elsewhere");
+  }
+  // The rank waited on, if it is silent; else a silent one it (transitively) waits on.
+  const int culprit = std::find(silent.begin(), silent.end(), waited) != silent.end() ? waited : silent.front();
+  relay_ = {'A', 0, 0, kStopped, culprit};
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(probed).count();
+  std::string msg = "rank " + std::to_string(culprit) + " made no progress for " + T + " and did not answer a " +
+                    "liveness probe within " + std::to_string(ms) + " ms: it is stopped (SIGSTOP, a debugger), hung, "
+                    "or not calling this communicator";
+  if (silent.size() > 1) msg += "; silent too: ranks " + rank_list(silent);
+  if (waited != culprit && waited >= 0)
+    msg += "; this rank waited on rank " + std::to_string(waited) + ", which answered (it waits too)";
+  throw TimeoutError(culprit, msg);
 }
 
 void Engine::fail(std::exception_ptr e, int culprit) {
   if (!failed_) failed_ = e;
   // Tell everyone, so ranks that were not talking to the culprit fail now, naming it.
-  Notice n{'A', {}, culprit};
+  Notice n = relay_.kind ? relay_ : Notice{'A', 0, 0, 0, culprit};
+  tell_everyone(n);
+}
+
+void Engine::refuse(Fault fault, Collective coll, const std::string& what) {
+  const std::string msg = "the communicator failed at an earlier call (" + what +
+                          "); the other ranks were told, and it can only be destroyed";
+  if (!failed_) failed_ = std::make_exception_ptr(Error(ErrorKind::invalid_usage, msg));
+  tell_everyone({'R', static_cast<uint8_t>(fault), static_cast<uint8_t>(coll), 0, rank_});
+}
+
+void Engine::tell_everyone(const Notice& n) {
   for (int j = 0; j < nranks_; ++j)
     if (mesh_.control[j].valid()) (void)::send(mesh_.control[j].get(), &n, sizeof n, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
@@ -261,11 +368,7 @@ PeerError Engine::departed(int peer) const {
                              std::to_string(rank_) + " still expected data from it");
 }
 
-void Engine::say_goodbye() {
-  Notice n{'B', {}, rank_};
-  for (int j = 0; j < nranks_; ++j)
-    if (mesh_.control[j].valid()) (void)::send(mesh_.control[j].get(), &n, sizeof n, MSG_NOSIGNAL | MSG_DONTWAIT);
-}
+void Engine::say_goodbye() { tell_everyone({'B', 0, 0, 0, rank_}); }
 
 void Engine::abort() {
   aborted_.store(true);

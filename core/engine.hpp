@@ -4,8 +4,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ground/settings.hpp"
@@ -17,6 +19,17 @@
 #include "strata/types.hpp"
 
 namespace strata {
+
+// Control messages, on each pair's control socket: fixed 8 bytes so a reader never sees
+// half of one.
+struct Notice {
+  char kind;       // 'B' goodbye, 'A' abort, 'R' refused arguments, 'P' liveness probe, 'Q' its answer
+  uint8_t why;     // 'R': the Fault
+  uint8_t coll;    // 'R': the Collective refused
+  uint8_t flags;   // 'A': whether the origin was found stopped, or is only the rank waited on
+  int32_t origin;  // 'A', 'R': the rank whose failure or refusal caused it (-1 unknown)
+};
+static_assert(sizeof(Notice) == 8);
 
 class Engine {
  public:
@@ -41,6 +54,9 @@ class Engine {
   // Callable from any thread: running and later operations fail, connections are shut
   // down so peers see this rank leave.
   void abort();
+  // This rank refused a call's arguments on its own (`what`: its message): every peer is
+  // told, so the call fails on every rank; later calls here throw.
+  void refuse(Fault fault, Collective coll, const std::string& what);
   // Every link to a peer forwards reductions (Link::forwards).
   bool links_forward() const { return links_forward_; }
   // The transport to `peer` ("shm", "tcp", ...), or "self".
@@ -49,20 +65,33 @@ class Engine {
  private:
   void run_round(const Plan& plan, size_t round, const Buffers& bufs, DataType type, ReduceOp op);
   void wait_links();
-  void check_control();  // throws on a dead, departed or aborting peer
+  // Reads every notice waiting: answers probes, records answers and goodbyes; throws on a
+  // dead, aborting or refusing peer.
+  void check_control();
   // After a link to `culprit` failed: an abort notice already waiting names the real
   // culprit better than the link's peer, which may only have exited because of it; a
   // goodbye from the culprit says it destroyed the communicator.
   void prefer_abort_notice(int culprit);
-  [[noreturn]] void fail_stuck();
+  PeerError notice_error(const Notice& n, int from);  // for an 'A' or 'R' notice; sets relay_
+  // The liveness probe on a timeout: every live peer is asked, and answers from check_control.
+  void send_probe();
+  std::vector<int> silent_peers() const;  // live peers that have not answered the probe
+  bool all_answered() const;
+  // Names the rank that stopped: the one waited on if it did not answer, else another
+  // silent one; when all answered, the rank waited on, saying that it is unsure.
+  [[noreturn]] void fail_stuck(std::chrono::steady_clock::duration probed);
   PeerError departed(int peer) const;  // the error for a transfer a departed peer left unfinished
   void fail(std::exception_ptr e, int culprit);
+  void tell_everyone(const Notice& n);
 
   int rank_, nranks_;
   Mesh mesh_;
   Config cfg_;
   std::vector<Link*> active_;
   std::vector<bool> peer_left_;  // said goodbye
+  std::vector<bool> answered_;   // answered this stall's liveness probe
+  Notice relay_{};               // what fail() tells the peers; kind 0: an abort naming the culprit
+  bool from_notice_ = false;     // the failure came from a peer's notice
   std::exception_ptr failed_;
   unsigned spins_before_yield_;
   std::atomic<bool> aborted_{false};

@@ -201,8 +201,22 @@ Mesh connect_mesh(int rank, const std::vector<RankInfo>& table, const net::Fd& l
   }
   size_t expected = 0;
   for (int j = rank + 1; j < n; ++j) expected += 1 + data[j].size();
+  // Who has not called yet, for the timeout's message.
+  auto awaited = [&] {
+    std::vector<int> missing;
+    for (int j = rank + 1; j < n; ++j) {
+      bool all = m.control[j].valid();
+      for (const net::Fd& d : data[j]) all &= d.valid();
+      if (!all) missing.push_back(j);
+    }
+    std::string s;
+    for (int j : missing) s += (s.empty() ? "" : ", ") + std::to_string(j);
+    return "connections from rank" + std::string(missing.size() == 1 ? " " : "s ") + s + " (of " + std::to_string(n) +
+           ") at " + net::local_address(listener.get()).str();
+  };
+  net::Acceptor acceptor(listener.get(), secret.bytes, tag);
   while (expected > 0) {
-    auto [fd, h] = net::accept_authenticated(listener.get(), secret.bytes, tag, deadline);
+    auto [fd, h] = acceptor.next(deadline, awaited());
     int j = h.rank;
     bool ok = j > rank && j < n && h.nranks == n;
     net::Fd* slot = nullptr;

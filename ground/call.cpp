@@ -13,30 +13,53 @@ namespace {
 
 bool is_p2p(Collective c) { return c == Collective::send || c == Collective::recv; }
 
-// count elements of `t`, times the blocks of the largest buffer, must fit in memory's
-// address range. A multiplication, not a division by the limit: this runs on every call.
+// count elements of `t`, times the blocks of the largest buffer, must fit in an address
+// space (kMaxBufferBytes). It depends only on what every rank passes alike, so every rank
+// refuses the same calls. A multiplication, not a division by the limit: this runs on
+// every call.
 void check_count(Collective c, size_t count, DataType t, int nranks) {
   size_t bytes = 0;
-  if (__builtin_mul_overflow(count, size_of(t) * blocks_per_buffer(c, nranks), &bytes) ||
-      bytes > static_cast<size_t>(PTRDIFF_MAX))
-    invalid(c, "count " + std::to_string(count) + " of " + name(t) + " is larger than any buffer can be");
+  if (__builtin_mul_overflow(count, size_of(t) * blocks_per_buffer(c, nranks), &bytes) || bytes > kMaxBufferBytes)
+    invalid(c, "count " + std::to_string(count) + " of " + name(t) + " is larger than any buffer can be (" +
+                   (blocks_per_buffer(c, nranks) > 1 ? std::to_string(nranks) + " blocks of it " : std::string()) +
+                   "over 2^47 bytes, 128 TiB)");
 }
 
-void check_buffer(Collective c, const char* which, const void* p, size_t used, size_t count) {
-  if (used > 0 && !p)
-    invalid(c, std::string(is_p2p(c) ? "buffer" : which) + " is null with count " + std::to_string(count));
-}
+bool null_where_used(const void* p, size_t used) { return used > 0 && !p; }
 
 // Used on this rank, the two buffers are either the call's in-place form or disjoint.
-void check_overlap(const Call& k) {
-  if (k.in_place || k.geo.send_count == 0 || k.geo.recv_count == 0) return;
+bool overlaps(const Call& k) {
+  if (k.in_place || k.geo.send_count == 0 || k.geo.recv_count == 0) return false;
   auto s = reinterpret_cast<uintptr_t>(k.send), r = reinterpret_cast<uintptr_t>(k.recv);
   const size_t esz = size_of(k.type);
-  if (s < r + k.geo.recv_count * esz && r < s + k.geo.send_count * esz)
-    invalid(k.coll, "send and receive buffers overlap but are not in place");
+  return s < r + k.geo.recv_count * esz && r < s + k.geo.send_count * esz;
+}
+
+std::string range_text(int root, int nranks) {
+  return std::to_string(root) + " is not a rank of this communicator (size " + std::to_string(nranks) + ")";
 }
 
 }  // namespace
+
+const char* summary(Fault f) {
+  switch (f) {
+    case Fault::none: return "no fault";
+    case Fault::null_buffer: return "a null buffer";
+    case Fault::overlap: return "overlapping send and receive buffers that are not in place";
+    case Fault::bad_peer: return "a peer that is not a rank of the communicator";
+    case Fault::in_group: return "a collective inside group_start/group_end";
+    case Fault::self_group: return "sends to itself that its receives from itself do not match";
+    case Fault::mismatch: return "calls that differ between ranks (STRATA_CHECK)";
+  }
+  return "an unknown fault";
+}
+
+ErrorKind kind_of(Fault f) { return f == Fault::in_group ? ErrorKind::invalid_usage : ErrorKind::invalid_argument; }
+
+void throw_fault(Fault f, const std::string& what) {
+  if (kind_of(f) == ErrorKind::invalid_usage) throw InvalidUsage(what);
+  throw InvalidArgument(what);
+}
 
 Call describe(Collective coll, const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root,
               int rank, int nranks) {
@@ -44,9 +67,9 @@ Call describe(Collective coll, const void* send, void* recv, size_t count, DataT
   if (!is_valid(type)) invalid(coll, "unknown data type " + std::to_string(static_cast<int>(type)));
   check_count(coll, count, type, nranks);
   if (info.has_op && !is_valid(op)) invalid(coll, "unknown reduction op " + std::to_string(static_cast<int>(op)));
-  if (info.has_root && (root < 0 || root >= nranks))
-    invalid(coll, std::string(is_p2p(coll) ? "peer " : "root ") + std::to_string(root) +
-                      " is not a rank of this communicator (size " + std::to_string(nranks) + ")");
+  const bool root_ok = !info.has_root || (root >= 0 && root < nranks);
+  // A collective's root is the same on every rank; a send/recv peer is this rank's own.
+  if (!root_ok && !is_p2p(coll)) invalid(coll, "root " + range_text(root, nranks));
   Call k;
   k.coll = coll;
   k.send = send;
@@ -55,12 +78,30 @@ Call describe(Collective coll, const void* send, void* recv, size_t count, DataT
   k.type = type;
   k.op = info.has_op ? op : ReduceOp::sum;
   k.root = info.has_root ? root : 0;
+  if (!root_ok) {
+    k.fault = Fault::bad_peer;
+    return k;
+  }
   k.geo = geometry(coll, count, nranks, rank, k.root);
-  check_buffer(coll, "send buffer", send, k.geo.send_count, count);
-  check_buffer(coll, "recv buffer", recv, k.geo.recv_count, count);
   k.in_place = is_in_place(k.geo, send, recv, size_of(type));
-  check_overlap(k);
+  if (null_where_used(send, k.geo.send_count) || null_where_used(recv, k.geo.recv_count)) k.fault = Fault::null_buffer;
+  else if (overlaps(k)) k.fault = Fault::overlap;
   return k;
+}
+
+std::string fault_message(const Call& k, int nranks) {
+  const std::string call = std::string(name(k.coll)) + ": ";
+  switch (k.fault) {
+    case Fault::null_buffer: {
+      const bool send_null = null_where_used(k.send, k.geo.send_count);
+      const char* which = is_p2p(k.coll) ? "buffer" : send_null ? "send buffer" : "recv buffer";
+      return call + which + " is null with count " + std::to_string(k.count);
+    }
+    case Fault::overlap: return call + "send and receive buffers overlap but are not in place";
+    case Fault::bad_peer: return call + "peer " + range_text(k.root, nranks);
+    case Fault::in_group: return call + "collectives cannot be called inside group_start/group_end";
+    default: return call + summary(k.fault);
+  }
 }
 
 }  // namespace strata

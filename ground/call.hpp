@@ -6,12 +6,33 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "ground/memory_kind.hpp"
 #include "strata/collective.hpp"
+#include "strata/error.hpp"
 #include "strata/types.hpp"
 
 namespace strata {
+
+// A check whose verdict depends on this rank alone (its pointers, its peer, its group):
+// the other ranks cannot reach it themselves, so describe() records it instead of
+// throwing, and the communicator makes the call fail on every rank (docs/api.md,
+// "Argument checks"). Sent to the other ranks as one byte.
+enum class Fault : uint8_t {
+  none,
+  null_buffer,  // a buffer this rank uses is null
+  overlap,      // send and receive buffers overlap but are not the in-place form
+  bad_peer,     // send/recv: the peer is not a rank of the communicator
+  in_group,     // a collective (or split) between group_start and group_end
+  self_group,   // a group's sends to self and receives from self do not pair up
+  mismatch,     // STRATA_CHECK: the ranks asked for different operations
+};
+inline constexpr int kNumFaults = 7;
+// For the other ranks' messages: "a null buffer", ...
+const char* summary(Fault f);
+// The category a fault is reported as: invalid_usage for in_group, else invalid_argument.
+ErrorKind kind_of(Fault f);
 
 struct Call {
   Collective coll = Collective::barrier;
@@ -26,14 +47,23 @@ struct Call {
   // Derived by describe():
   Geometry geo;
   bool in_place = false;  // the buffers are the call's in-place form
+  Fault fault = Fault::none;  // a check that failed on this rank alone (see Fault)
 
   size_t bytes() const { return count * size_of(type); }
 };
 
-// The description of `coll` as this rank passes it, checked: InvalidArgument names the
-// call and the argument (type, count, op, root or peer, null buffers, overlapping buffers
-// that are not the in-place form). Arguments a collective does not take are ignored.
+// The description of `coll` as this rank passes it, checked. What every rank must pass
+// alike (type, count, op, a collective's root) throws InvalidArgument naming the call and
+// the argument: every rank reaches the same verdict. What depends on this rank alone
+// (null buffers, overlapping buffers that are not the in-place form, a send/recv peer out
+// of range) is recorded in `fault` for the communicator to refuse everywhere. Arguments a
+// collective does not take are ignored.
 Call describe(Collective coll, const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root,
               int rank, int nranks);
+
+// This rank's message for the call's fault, naming the call and the argument.
+std::string fault_message(const Call& k, int nranks);
+// Throws the exception class of kind_of(f) (InvalidUsage or InvalidArgument) with `what`.
+[[noreturn]] void throw_fault(Fault f, const std::string& what);
 
 }  // namespace strata

@@ -44,6 +44,7 @@ constexpr Setting kTable[] = {
     {"STRATA_HOST", T::text, 0, 0, 0, nullptr, L::communicator, "host identity override: equal values use shared memory"},
     // The communicator.
     {"STRATA_TIMEOUT", T::number, 300, 0.1, 1e7, nullptr, L::communicator, "seconds without progress before a peer is declared stuck"},
+    {"STRATA_CHECK", T::integer, 0, 0, 1, nullptr, L::communicator, "1: ranks compare each call's description before running it"},
     {"STRATA_TRANSPORT", T::text, 0, 0, 0, "shm|tcp|ucx|ibverbs", L::communicator, "forces a transport between all ranks"},
     // Its names are the algorithms' own list (algorithms/select.cpp), checked when a
     // communicator is created: the ground does not know the algorithms.
@@ -209,6 +210,7 @@ Config Config::from_env() {
   c.chunk_bytes_set = settings::is_set("STRATA_CHUNK_BYTES");
   c.staging_bytes = static_cast<size_t>(settings::integer("STRATA_TCP_STAGING_BYTES"));
   c.host = settings::text("STRATA_HOST");
+  c.check = settings::integer("STRATA_CHECK") == 1;
   return c;
 }
 

@@ -61,6 +61,7 @@ struct Config {
   bool chunk_bytes_set;   // STRATA_CHUNK_BYTES overrides the tuner's chunk
   size_t staging_bytes;   // STRATA_TCP_STAGING_BYTES
   std::string host;       // STRATA_HOST
+  bool check;             // STRATA_CHECK: compare every call's description across ranks first
 
   static Config from_env();
 };

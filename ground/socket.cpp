@@ -214,37 +214,111 @@ static bool same_secret(const uint8_t a[16], const uint8_t b[16]) {
   return diff == 0;
 }
 
-std::pair<Fd, Hello> accept_authenticated(int listen_fd, const uint8_t secret[16], uint64_t comm_tag,
-                                          Deadline deadline) {
+HelloVerdict check_hello(const void* bytes, size_t n, const uint8_t secret[16], uint64_t comm_tag, Hello* out) {
+  if (n != sizeof(Hello)) return HelloVerdict::short_hello;
+  Hello h;
+  std::memcpy(&h, bytes, sizeof h);
+  if (h.magic != kHelloMagic || !same_secret(h.secret, secret)) return HelloVerdict::no_secret;
+  if (h.comm_tag != comm_tag) return HelloVerdict::other_communicator;
+  *out = h;
+  return HelloVerdict::ok;
+}
+
+static std::string hello_wait_text() {
+  return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(Acceptor::kHelloWait).count()) + " s";
+}
+
+Acceptor::Acceptor(int listen_fd, const uint8_t secret[16], uint64_t comm_tag) : listen_fd_(listen_fd), tag_(comm_tag) {
+  std::memcpy(secret_, secret, sizeof secret_);
+  set_nonblocking(listen_fd_);
+}
+
+void Acceptor::refuse(Pending& p, const std::string& why, size_t& count) {
+  STRATA_WARN("refused connection from %s: %s", p.from.str().c_str(), why.c_str());
+  ++count;
+  p.fd.reset();
+}
+
+void Acceptor::accept_waiting() {
   for (;;) {
-    wait_fd(listen_fd, POLLIN, deadline, "connections on " + local_address(listen_fd).str());
-    SockAddr from;
-    from.len = sizeof from.ss;
-    Fd fd(::accept4(listen_fd, reinterpret_cast<sockaddr*>(&from.ss), &from.len, SOCK_CLOEXEC));
-    if (!fd.valid()) {
-      if (errno == EINTR || errno == EAGAIN || errno == ECONNABORTED) continue;
+    Pending p;
+    p.from.len = sizeof p.from.ss;
+    p.fd = Fd(::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&p.from.ss), &p.from.len, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (!p.fd.valid()) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
       throw SystemError(errstr("accept"));
     }
-    set_nodelay(fd.get());
-    Hello h{};
-    // A silent or slow client gets a short grace, so it cannot hold up the job.
-    Deadline hello_deadline = std::min(deadline, deadline_after(5.0));
-    try {
-      recv_all(fd.get(), &h, sizeof h, hello_deadline, from.str());
-    } catch (const Error& e) {  // silent, slow or gone: drop it and keep listening
-      STRATA_WARN("refused connection from %s: no hello (%s)", from.str().c_str(), e.what());
-      continue;
+    set_nodelay(p.fd.get());
+    p.hello_by = Clock::now() + kHelloWait;
+    if (pending_.size() >= kMaxPending) {  // the oldest has had the longest to speak
+      refuse(pending_.front(), "too many connections waiting to say hello at once", crowded_);
+      pending_.erase(pending_.begin());
     }
-    if (h.magic != kHelloMagic || !same_secret(h.secret, secret)) {
-      STRATA_WARN("refused connection from %s: it did not present this job's secret", from.str().c_str());
-      continue;
-    }
-    if (h.comm_tag != comm_tag) {
-      STRATA_WARN("refused connection from %s: it is for another communicator", from.str().c_str());
-      continue;
-    }
-    return {std::move(fd), h};
+    pending_.push_back(std::move(p));
   }
+}
+
+std::pair<Fd, Hello> Acceptor::next(Deadline deadline, const std::string& waiting_for) {
+  std::vector<pollfd> fds;
+  for (;;) {
+    const auto now = Clock::now();
+    Deadline wake = deadline;
+    for (Pending& p : pending_) {
+      if (now >= p.hello_by) refuse(p, "no hello within " + hello_wait_text(), silent_);
+      else wake = std::min(wake, p.hello_by);
+    }
+    std::erase_if(pending_, [](const Pending& p) { return !p.fd.valid(); });
+    if (now >= deadline) {
+      std::string refused = refusals();
+      throw TimeoutError(-1, "timed out (STRATA_TIMEOUT) waiting for " + waiting_for +
+                                 (refused.empty() ? "" : "; meanwhile " + refused));
+    }
+    fds.assign(1, pollfd{listen_fd_, POLLIN, 0});
+    for (const Pending& p : pending_) fds.push_back({p.fd.get(), POLLIN, 0});
+    int rc = ::poll(fds.data(), fds.size(), ms_left(wake));
+    if (rc < 0 && errno != EINTR) throw SystemError(errstr("poll"));
+    if (rc <= 0) continue;
+    // The connections first: accepting may drop the oldest, which moves the others.
+    for (size_t i = 1; i < fds.size(); ++i) {
+      if (!fds[i].revents) continue;
+      Pending& p = pending_[i - 1];
+      ssize_t r = ::recv(p.fd.get(), reinterpret_cast<char*>(&p.hello) + p.got, sizeof p.hello - p.got, MSG_DONTWAIT);
+      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+      if (r <= 0) {
+        refuse(p, "closed before its hello", closed_);
+        continue;
+      }
+      p.got += static_cast<size_t>(r);
+      if (p.got < sizeof p.hello) continue;
+      Hello h;
+      switch (check_hello(&p.hello, p.got, secret_, tag_, &h)) {
+        case HelloVerdict::ok: {
+          Fd fd = std::move(p.fd);
+          std::erase_if(pending_, [](const Pending& q) { return !q.fd.valid(); });
+          return {std::move(fd), h};
+        }
+        case HelloVerdict::other_communicator: refuse(p, "it is for another communicator", other_comm_); break;
+        default: refuse(p, "it did not present this job's secret", no_secret_); break;
+      }
+    }
+    if (fds[0].revents) accept_waiting();
+  }
+}
+
+std::string Acceptor::refusals() const {
+  const size_t total = silent_ + no_secret_ + other_comm_ + closed_ + crowded_;
+  if (total == 0) return "";
+  std::string s = std::to_string(total) + " connection" + (total == 1 ? "" : "s") + " refused:";
+  auto add = [&](size_t n, const char* what) {
+    if (n) s += std::string(s.back() == ':' ? " " : ", ") + std::to_string(n) + " " + what;
+  };
+  add(silent_, ("sent no hello within " + hello_wait_text() + " (port scanners or health checks?)").c_str());
+  add(no_secret_, "did not present the job's secret");
+  add(other_comm_, "were for another communicator");
+  add(closed_, "closed before their hello");
+  add(crowded_, "dropped while too many waited at once");
+  return s;
 }
 
 }  // namespace strata::net

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace strata::net {
 
@@ -82,9 +83,47 @@ inline constexpr uint64_t kHelloMagic = 0x5354524154413031ull;  // "STRATA01"
 
 Hello make_hello(const uint8_t secret[16], uint64_t comm_tag, int rank, int nranks, Role role,
                  int index);
-// Accepts connections on `listen_fd` until one presents `secret` and `comm_tag`; others are
-// closed (and logged). Each candidate gets at most a few seconds to send its hello.
-std::pair<Fd, Hello> accept_authenticated(int listen_fd, const uint8_t secret[16],
-                                          uint64_t comm_tag, Deadline deadline);
+
+// Why a connection's first bytes are refused, or ok.
+enum class HelloVerdict { ok, short_hello, no_secret, other_communicator };
+// The verdict on the first `n` bytes a connection sent: a whole Hello with the job's magic
+// and secret (compared in constant time) and this communicator's tag; `*out` gets the
+// hello when n is its size. Pure: the fuzzers call it too.
+HelloVerdict check_hello(const void* bytes, size_t n, const uint8_t secret[16], uint64_t comm_tag, Hello* out);
+
+// Accepts connections on a listening socket and hands out those that present the job's
+// secret and this communicator's tag. Connections are taken concurrently, each with its own
+// short deadline for its hello, so ones that say nothing (port scanners, health checks)
+// hold up nothing; at most kMaxPending wait at once (the oldest is dropped beyond).
+class Acceptor {
+ public:
+  static constexpr auto kHelloWait = std::chrono::seconds(2);
+  static constexpr size_t kMaxPending = 64;
+
+  // Sets `listen_fd` non-blocking; it must outlive the Acceptor.
+  Acceptor(int listen_fd, const uint8_t secret[16], uint64_t comm_tag);
+  // The next connection that presents the secret and the tag, with its hello (the socket
+  // is non-blocking). At `deadline` a TimeoutError saying what it waited for
+  // (`waiting_for`) and what it refused meanwhile.
+  std::pair<Fd, Hello> next(Deadline deadline, const std::string& waiting_for);
+  // "3 connections refused: 2 sent no hello within 2 s, ..."; "" when none.
+  std::string refusals() const;
+
+ private:
+  struct Pending {
+    Fd fd;
+    SockAddr from;
+    Deadline hello_by;
+    Hello hello{};
+    size_t got = 0;
+  };
+  void accept_waiting();
+  void refuse(Pending& p, const std::string& why, size_t& count);
+  int listen_fd_;
+  uint8_t secret_[16];
+  uint64_t tag_;
+  std::vector<Pending> pending_;
+  size_t silent_ = 0, no_secret_ = 0, other_comm_ = 0, closed_ = 0, crowded_ = 0;
+};
 
 }  // namespace strata::net

@@ -53,7 +53,8 @@ const char* strataGetLastError(void);
 strataResult_t strataGetUniqueId(strataUniqueId* id);
 strataResult_t strataCommInitRank(strataComm_t* comm, int nranks, strataUniqueId id, int rank);
 strataResult_t strataCommInitFromEnv(strataComm_t* comm);
-/* color == STRATA_SPLIT_NOCOLOR gives *newcomm = NULL. */
+/* color == STRATA_SPLIT_NOCOLOR gives *newcomm = NULL; any other negative color is
+   strataInvalidArgument on every rank (comm stays usable). */
 strataResult_t strataCommSplit(strataComm_t comm, int color, int key, strataComm_t* newcomm);
 strataResult_t strataCommDestroy(strataComm_t comm);
 strataResult_t strataCommAbort(strataComm_t comm);

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <thread>
@@ -22,14 +23,32 @@ std::string read_first_line(const char* path) {
   return line;
 }
 
+// The root's answer to every joined rank: the table of all ranks, or why there is none.
+struct JoinReply {
+  uint32_t magic;  // kReplyMagic
+  uint32_t ok;     // 1: the table follows
+  char why[248];   // ok == 0: what the root gave up on
+};
+constexpr uint32_t kReplyMagic = 0x4a425453;  // "STBJ"
+
+std::string missing_ranks(const std::vector<net::Fd>& conns, int nranks) {
+  if (nranks < 0) return "no rank joined";
+  std::string s;
+  int missing = 0;
+  for (int r = 0; r < nranks; ++r)
+    if (!conns[static_cast<size_t>(r)].valid()) s += (missing++ ? ", " : "") + std::to_string(r);
+  return (missing == 1 ? "rank " : "ranks ") + s + " of " + std::to_string(nranks) + " did not join";
+}
+
 void serve_root(net::Fd listener, Secret secret, double timeout_s) {
   net::Deadline deadline = net::deadline_after(timeout_s);
+  net::Acceptor acceptor(listener.get(), secret.bytes, kJoinTag);
   std::vector<net::Fd> conns;
   std::vector<RankInfo> table;
   int nranks = -1, joined = 0;
   try {
     while (nranks < 0 || joined < nranks) {
-      auto [fd, hello] = net::accept_authenticated(listener.get(), secret.bytes, kJoinTag, deadline);
+      auto [fd, hello] = acceptor.next(deadline, "ranks to join the bootstrap root (" + missing_ranks(conns, nranks) + ")");
       if (hello.role != net::Role::join || hello.nranks < 1) {
         STRATA_WARN("bootstrap root: dropped a connection that is not a rank joining");
         continue;
@@ -47,16 +66,32 @@ void serve_root(net::Fd listener, Secret secret, double timeout_s) {
       }
       RankInfo info;
       net::recv_all(fd.get(), &info, sizeof info, deadline, "rank " + std::to_string(hello.rank));
+      std::string bad = check_rank_info(info);
+      if (!bad.empty()) {
+        STRATA_WARN("bootstrap root: rank %d sent an invalid description of itself (%s); dropped", hello.rank, bad.c_str());
+        continue;
+      }
       table[static_cast<size_t>(hello.rank)] = info;
       conns[static_cast<size_t>(hello.rank)] = std::move(fd);
       ++joined;
     }
-    for (int r = 0; r < nranks; ++r)
-      net::send_all(conns[static_cast<size_t>(r)].get(), table.data(), table.size() * sizeof(RankInfo), deadline,
-                    "rank " + std::to_string(r));
+    JoinReply reply{kReplyMagic, 1, {}};
+    // Rank 0 last: this thread lives in its process, which may end as soon as it has the
+    // table (a communicator refused on every rank); what is already sent still arrives.
+    for (int k = 1; k <= nranks; ++k) {
+      const int r = k % nranks;
+      const std::string to = "rank " + std::to_string(r);
+      net::send_all(conns[static_cast<size_t>(r)].get(), &reply, sizeof reply, deadline, to);
+      net::send_all(conns[static_cast<size_t>(r)].get(), table.data(), table.size() * sizeof(RankInfo), deadline, to);
+    }
     STRATA_INFO("bootstrap root: %d ranks joined", nranks);
   } catch (const std::exception& e) {
+    // The ranks that joined learn why, instead of timing out on their own.
+    JoinReply reply{kReplyMagic, 0, {}};
+    std::snprintf(reply.why, sizeof reply.why, "%s", e.what());
     STRATA_WARN("bootstrap root gave up after %d of %d ranks joined: %s", joined, nranks, e.what());
+    for (net::Fd& fd : conns)
+      if (fd.valid()) (void)::send(fd.get(), &reply, sizeof reply, MSG_NOSIGNAL | MSG_DONTWAIT);
   }
 }
 }  // namespace
@@ -71,6 +106,18 @@ std::string host_identity() {
 }
 
 std::string machine_identity() { return read_first_line("/proc/sys/kernel/random/boot_id"); }
+
+std::string check_rank_info(const RankInfo& info) {
+  const int family = info.listen.ss.ss_family;
+  const socklen_t want = family == AF_INET ? sizeof(sockaddr_in) : family == AF_INET6 ? sizeof(sockaddr_in6) : 0;
+  if (want == 0) return "its address is not IPv4 or IPv6";
+  if (info.listen.len != want) return "its address has the wrong length";
+  if (std::memchr(info.host, 0, sizeof info.host) == nullptr) return "its host identity is not terminated";
+  if (std::memchr(info.machine, 0, sizeof info.machine) == nullptr) return "its machine identity is not terminated";
+  const settings::Setting& nsocks = settings::find("STRATA_TCP_NSOCKS");
+  if (info.tcp_nsocks < nsocks.lo || info.tcp_nsocks > nsocks.hi) return "its STRATA_TCP_NSOCKS is out of range";
+  return "";
+}
 
 void start_root(net::Fd listener, const Secret& secret, double timeout_s) {
   std::thread(serve_root, std::move(listener), secret, timeout_s).detach();
@@ -87,8 +134,20 @@ std::vector<RankInfo> join(const net::SockAddr& root, const Secret& secret, int 
   std::string what = "the bootstrap root at " + root.str();
   net::send_all(fd.get(), &h, sizeof h, deadline, what);
   net::send_all(fd.get(), &mine, sizeof mine, deadline, what);
+  JoinReply reply{};
+  // A second past our own deadline: a root that gives up at the same moment still tells us why.
+  net::recv_all(fd.get(), &reply, sizeof reply, deadline + std::chrono::seconds(1), what);
+  if (reply.magic != kReplyMagic) throw SystemError(what + " answered with something else (a different Strata version?)");
+  if (!reply.ok) {
+    reply.why[sizeof reply.why - 1] = 0;
+    throw TimeoutError(-1, "the bootstrap root at " + root.str() + " gave up: " + reply.why);
+  }
   std::vector<RankInfo> table(static_cast<size_t>(nranks));
   net::recv_all(fd.get(), table.data(), table.size() * sizeof(RankInfo), deadline, what);
+  for (int r = 0; r < nranks; ++r) {
+    std::string bad = check_rank_info(table[static_cast<size_t>(r)]);
+    if (!bad.empty()) throw SystemError(what + " sent an invalid entry for rank " + std::to_string(r) + ": " + bad);
+  }
   return table;
 }
 

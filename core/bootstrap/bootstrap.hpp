@@ -19,6 +19,9 @@ struct RankInfo {
   int32_t force_tcp;     // STRATA_TRANSPORT=tcp on this rank
   char machine[40];      // kernel boot id: ranks with the same one share CPUs, whatever their host
   uint64_t cpus[16];     // CPUs this rank may run on (its affinity mask), one bit each
+  int32_t check;         // STRATA_CHECK of this rank
+  int32_t pad;
+  uint64_t plan_settings;  // a hash of the settings that shape plans, which every rank must share
 };
 
 // This process's host identity: STRATA_HOST if set, else hostname, boot id and network
@@ -28,6 +31,11 @@ std::string host_identity();
 // The kernel this process runs on (its boot id): network namespaces and STRATA_HOST make
 // separate hosts, but not separate CPUs.
 std::string machine_identity();
+
+// What is wrong with a rank's description as it arrived from another process ("" when
+// nothing): an address that is not IPv4/IPv6 of its length, unterminated identities, a
+// socket count out of STRATA_TCP_NSOCKS's range. Pure: the fuzzers call it too.
+std::string check_rank_info(const RankInfo& info);
 
 // Starts the root in a detached thread that owns `listener`; it serves one job of
 // whatever size the first joiner announces, then exits (or gives up after timeout_s).

@@ -71,6 +71,12 @@ struct Geometry {
   size_t in_place_offset = 0;  // elements; see InPlace
 };
 
+// No buffer is larger than this many bytes: 2^47, 128 TiB, the user address space of x86-64
+// with 4-level page tables (AArch64's with 48-bit addresses is 256 TiB). A call whose
+// largest buffer would be larger is refused on every rank alike, whatever its pointers:
+// such a count is a bug (or garbage), and moving data for it would fault or wrap.
+inline constexpr size_t kMaxBufferBytes = size_t{1} << 47;
+
 // The largest buffer any rank passes to this call holds count * this many elements.
 inline size_t blocks_per_buffer(Collective c, int nranks) {
   const CollectiveInfo& i = info(c);

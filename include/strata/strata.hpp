@@ -44,6 +44,9 @@ struct LaunchInfo {
 // InvalidArgument when a launcher's variables are partial or malformed.
 LaunchInfo launch_info();
 
+// split's color for a rank that takes part in no new communicator (C: STRATA_SPLIT_NOCOLOR).
+inline constexpr int kSplitNoColor = -1;
+
 class Request;
 struct CommState;
 class OpQueue;
@@ -64,8 +67,10 @@ class Comm {
   int rank() const;
   int size() const;
 
-  // Collective over this communicator. Ranks with the same color form a new
-  // communicator, ordered by (key, old rank). color < 0 returns a null Comm.
+  // Collective over this communicator. Ranks with the same color (>= 0) form a new
+  // communicator, ordered by (key, old rank); kSplitNoColor returns a null Comm. Any
+  // other negative color is an InvalidArgument on every rank (the communicator stays
+  // usable).
   Comm split(int color, int key);
 
   // Finishes queued operations, tells peers this rank is leaving, releases everything.

@@ -312,6 +312,16 @@ TEST_F(Api, CountOverflowIsInvalidArgument) {
   EXPECT_INVALID_ARG(comm.all_gather(b, c, SIZE_MAX / 4 + 1, DataType::float64));
   EXPECT_INVALID_ARG(comm.broadcast(b, c, SIZE_MAX, DataType::int32, 0));
   EXPECT_INVALID_ARG(comm.all_reduce(b, b, SIZE_MAX / 2, f32, sum));
+  // No overflow, but larger than an address space (2^47 bytes): 2^60 int32 is 2^62 bytes.
+  // Accepted once in place and by send/recv; the copy then faulted.
+  const size_t huge = size_t{1} << 60;
+  EXPECT_INVALID_ARG(comm.all_reduce(b, b, huge, DataType::int32, sum));
+  EXPECT_INVALID_ARG(comm.broadcast(b, b, huge, DataType::int32, 0));
+  EXPECT_INVALID_ARG(comm.all_to_all(b, b, huge, DataType::int32));
+  EXPECT_TRUE(group_throws<InvalidArgument>(comm, [&] {
+    comm.send(b, huge, DataType::int32, 0);
+    comm.recv(c, huge, DataType::int32, 0);
+  })) << "send/recv of 2^60 int32 to self in a group";
   expect_still_usable();
 }
 
@@ -759,6 +769,27 @@ TEST_F(CApi, SplitNoColorGivesNull) {
   EXPECT_EQ(r, 0);
   EXPECT_EQ(n, 1);
   EXPECT_EQ(strataCommDestroy(sub), strataSuccess) << strataGetLastError();
+}
+
+// A negative color other than STRATA_SPLIT_NOCOLOR is refused (it used to act as NOCOLOR),
+// in C and C++ alike; the communicator stays usable. NULL newcomm still does the split.
+TEST_F(CApi, OtherNegativeColorsAreInvalidArgument) {
+  static_assert(STRATA_SPLIT_NOCOLOR == kSplitNoColor);
+  strataComm_t sub = nullptr;
+  for (int color : {-2, -100, INT32_MIN}) {
+    EXPECT_C_ERROR(strataCommSplit(comm, color, 0, &sub), strataInvalidArgument, "color");
+    EXPECT_EQ(sub, nullptr);
+  }
+  EXPECT_C_ERROR(strataCommSplit(comm, 0, 0, nullptr), strataInvalidArgument, "newcomm");
+  double x = 2.5, y = 0;
+  EXPECT_EQ(strataAllReduce(&x, &y, 1, strataFloat64, strataSum, comm, nullptr), strataSuccess) << strataGetLastError();
+  EXPECT_EQ(y, 2.5);
+}
+
+TEST_F(Api, OtherNegativeColorsAreInvalidArgument) {
+  for (int color : {-2, -7, INT32_MIN}) EXPECT_INVALID_ARG(comm.split(color, 0)) << "color " << color;
+  EXPECT_FALSE(comm.split(kSplitNoColor, 0).valid());
+  expect_still_usable();
 }
 
 TEST_F(CApi, LastErrorIsPerThread) {

@@ -11,6 +11,9 @@
 //            must fail).
 //   departs: rank 1 destroys the communicator instead of joining an all_reduce; the
 //            others must catch a PeerError naming it, long before STRATA_TIMEOUT.
+//   stopped: all ranks loop over a 256 KiB all_reduce; rank FAILURE_STOP_RANK SIGSTOPs
+//            itself FAILURE_STOP_AFTER_MS into the loop (a child kills it STRATA_TIMEOUT
+//            + 2.5 s after the loop starts). Survivors must time out naming it, not a neighbour waiting on it.
 //
 // Exit codes: 3 caught the expected error (survivor), 0 the stuck rank finished,
 // 4 no error where one was expected, 5 an all_reduce returned a wrong result,
@@ -20,6 +23,8 @@
 #include <unistd.h>
 
 #include <strata/strata.hpp>
+
+#include "error_fields.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -40,37 +45,9 @@ double mono_s() {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-const char* kind_name(ErrorKind k) {
-  switch (k) {
-    case ErrorKind::invalid_argument: return "invalid_argument";
-    case ErrorKind::invalid_usage: return "invalid_usage";
-    case ErrorKind::remote: return "remote";
-    case ErrorKind::timeout: return "timeout";
-    case ErrorKind::system: return "system";
-    case ErrorKind::internal: return "internal";
-  }
-  return "?";
-}
-
-int peer_of(const Error& e) {
-  if (auto* p = dynamic_cast<const PeerError*>(&e)) return p->peer();
-  return -1;
-}
-
-std::string one_line(const char* s) {
-  std::string m(s);
-  for (char& c : m)
-    if (c == '\n') c = ' ';
-  return m;
-}
-
 void report(const char* marker, const Error& e, double seconds) {
-  const char* cls = dynamic_cast<const TimeoutError*>(&e) ? "TimeoutError"
-                    : dynamic_cast<const PeerError*>(&e)  ? "PeerError"
-                    : dynamic_cast<const InvalidUsage*>(&e) ? "InvalidUsage"
-                                                            : "Error";
-  fprintf(stderr, "%s class=%s kind=%s peer=%d after=%.3f msg=%s\n", marker, cls, kind_name(e.kind()),
-          peer_of(e), seconds, one_line(e.what()).c_str());
+  // `after` before the fields: msg runs to the end of the line.
+  fprintf(stderr, "%s after=%.3f%s\n", marker, seconds, strata_test::error_fields(e).c_str());
   fflush(stderr);
 }
 
@@ -107,26 +84,26 @@ int timeout_s() {
   return t ? atoi(t) : 30;
 }
 
-int mode_killed(Comm& comm) {
-  const int rank = comm.rank();
-  const size_t count = (size_t(64) << 20) / sizeof(float);
-  std::vector<float> x(count, 1.0f), y(count);
-  comm.barrier();  // everyone is connected and in step before the loop starts
-  if (rank == 2) {
-    std::thread([] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      fprintf(stderr, "RANK2-KILLING-ITSELF\n");
-      fflush(stderr);
-      kill(getpid(), SIGKILL);
-    }).detach();
-  }
+// Sends `sig` to this process `after_ms` from now, from another thread, saying `marker`.
+void signal_self_after(int after_ms, int sig, const char* marker) {
+  std::thread([after_ms, sig, marker] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
+    fprintf(stderr, "%s\n", marker);
+    fflush(stderr);
+    kill(getpid(), sig);
+  }).detach();
+}
+
+// All ranks loop over float all_reduces of `count` until one fails (then after_error) or
+// 3 × STRATA_TIMEOUT passes (exit code 4).
+int loop_all_reduces(Comm& comm, std::vector<float>& x, std::vector<float>& y) {
   const double t0 = mono_s();
   double t_op = t0;
   int it = 0;
   try {
     for (; mono_s() - t0 < 3.0 * timeout_s(); ++it) {
       t_op = mono_s();
-      comm.all_reduce(x.data(), y.data(), count, DataType::float32, ReduceOp::sum);
+      comm.all_reduce(x.data(), y.data(), x.size(), DataType::float32, ReduceOp::sum);
     }
   } catch (const Error& e) {
     fprintf(stderr, "ITERATIONS %d loop_time=%.3f\n", it, mono_s() - t0);
@@ -135,6 +112,36 @@ int mode_killed(Comm& comm) {
   }
   fprintf(stderr, "NO-ERROR after %d iterations\n", it);
   return 4;
+}
+
+int mode_killed(Comm& comm) {
+  const size_t count = (size_t(64) << 20) / sizeof(float);
+  std::vector<float> x(count, 1.0f), y(count);
+  comm.barrier();  // everyone is connected and in step before the loop starts
+  if (comm.rank() == 2) signal_self_after(100, SIGKILL, "RANK2-KILLING-ITSELF");
+  return loop_all_reduces(comm, x, y);
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = getenv(name);
+  return v ? atoi(v) : fallback;
+}
+
+int mode_stopped(Comm& comm) {
+  std::vector<float> x(65536, 1.0f), y(65536);
+  comm.barrier();
+  if (comm.rank() == env_int("FAILURE_STOP_RANK", 0)) {
+    // The reaper: a stopped process would outlive the test otherwise.
+    pid_t self = getpid();
+    if (fork() == 0) {
+      timespec t{timeout_s() + 2, 500000000};
+      nanosleep(&t, nullptr);
+      kill(self, SIGKILL);
+      _exit(0);
+    }
+    signal_self_after(env_int("FAILURE_STOP_AFTER_MS", 100), SIGSTOP, "STOPPING-ITSELF");
+  }
+  return loop_all_reduces(comm, x, y);
 }
 
 // Rank 1 does not join the all_reduce: it sleeps past the timeout first (stuck), or
@@ -251,6 +258,7 @@ int main(int argc, char** argv) {
     if (mode == "stuck") return mode_rank1_absent(comm, false);
     if (mode == "abort") return mode_abort(comm);
     if (mode == "departs") return mode_rank1_absent(comm, true);
+    if (mode == "stopped") return mode_stopped(comm);
   } catch (const Error& e) {
     report("UNEXPECTED", e, 0);
     return 11;

@@ -99,6 +99,9 @@ std::vector<std::map<std::string, std::string>> distinct_hosts(int n, const std:
 // (--gtest_repeat=100) after changing the UCX transport.
 TEST(UcxFailure, KilledRankOverTcpBetweenHosts) { expect_killed_rank_reported(kUcxTcp, distinct_hosts(4, "ucx-host-")); }
 
+// UCX over tcp between ranks of one host (UCX_TLS=tcp,self): issue 20, defect 7.
+TEST(UcxFailure, KilledRankOverTcpOnOneHost) { expect_killed_rank_reported(kUcxTcp, {}); }
+
 // abort() from another thread while rank 0 waits in an all_reduce: the waiter wakes with
 // an error, ranks 1 and 2 fail promptly naming rank 0, nobody crashes in UCX teardown.
 TEST(UcxFailure, AbortWakesWaiterAndPeers) {

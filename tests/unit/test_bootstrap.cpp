@@ -4,9 +4,13 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
+#include <vector>
 
+#include "core/bootstrap/bootstrap.hpp"
 #include "core/bootstrap/unique_id.hpp"
 #include "ground/socket.hpp"
 #include "strata/strata.hpp"
@@ -57,7 +61,8 @@ TEST(Bootstrap, ListenerAcceptsOnlyTheRightSecretAndCommunicator) {
   bad.bytes[15] ^= 1;
   const uint64_t tag = 42;
   std::thread server([&] {
-    auto [fd, hello] = net::accept_authenticated(listener.get(), good.bytes, tag, net::deadline_after(20));
+    net::Acceptor acceptor(listener.get(), good.bytes, tag);
+    auto [fd, hello] = acceptor.next(net::deadline_after(20), "the test's client");
     EXPECT_EQ(hello.rank, 0);
     EXPECT_EQ(hello.comm_tag, tag);
     char ok = 'y';
@@ -72,6 +77,113 @@ TEST(Bootstrap, ListenerAcceptsOnlyTheRightSecretAndCommunicator) {
   net::recv_all(fd.get(), &got, 1, net::deadline_after(10), "listener");
   EXPECT_EQ(got, 'y');
   server.join();
+}
+
+TEST(Hello, VerdictsOnTheFirstBytes) {
+  const bootstrap::Secret secret = bootstrap::random_secret();
+  const uint64_t tag = 9;
+  net::Hello good = net::make_hello(secret.bytes, tag, 1, 2, net::Role::data, 0), out{};
+  EXPECT_EQ(net::check_hello(&good, sizeof good, secret.bytes, tag, &out), net::HelloVerdict::ok);
+  EXPECT_EQ(out.rank, 1);
+  EXPECT_EQ(net::check_hello(&good, sizeof good - 1, secret.bytes, tag, &out), net::HelloVerdict::short_hello);
+  EXPECT_EQ(net::check_hello(&good, sizeof good, secret.bytes, tag + 1, &out), net::HelloVerdict::other_communicator);
+  net::Hello bad = good;
+  bad.magic ^= 1;
+  EXPECT_EQ(net::check_hello(&bad, sizeof bad, secret.bytes, tag, &out), net::HelloVerdict::no_secret);
+  bad = good;
+  bad.secret[15] ^= 0x80;
+  EXPECT_EQ(net::check_hello(&bad, sizeof bad, secret.bytes, tag, &out), net::HelloVerdict::no_secret);
+}
+
+// Connects `n` times to `at` and says nothing; the sockets stay open.
+std::vector<net::Fd> silent(const net::SockAddr& at, int n) {
+  std::vector<net::Fd> held;
+  for (int i = 0; i < n; ++i) held.push_back(net::connect_to(at, net::deadline_after(5)));
+  return held;
+}
+
+// Issue 20, defect 4: a listener that takes connections one at a time waits up to its
+// hello deadline for each silent one before it reads the one that speaks.
+TEST(Acceptor, SilentConnectionsDoNotDelayOneThatSpeaks) {
+  net::Fd listener = net::listen_on(net::parse_host_port("127.0.0.1:0"));
+  const net::SockAddr at = net::local_address(listener.get());
+  const bootstrap::Secret secret = bootstrap::random_secret();
+  auto held = silent(at, 10);
+  net::Fd client = net::connect_to(at, net::deadline_after(5));
+  net::Hello h = net::make_hello(secret.bytes, 5, 3, 4, net::Role::control, 0);
+  net::send_all(client.get(), &h, sizeof h, net::deadline_after(5), "listener");
+  net::Acceptor acceptor(listener.get(), secret.bytes, 5);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto [fd, hello] = acceptor.next(net::deadline_after(30), "the client");
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << "the connection that spoke was taken after " << took << " s behind 10 silent ones\n";
+  EXPECT_EQ(hello.rank, 3);
+  EXPECT_LT(took, 1.0) << "it waited for silent connections first";
+}
+
+// The timeout names what it waited for and what it refused meanwhile, instead of blaming
+// STRATA_TIMEOUT alone; crowds beyond kMaxPending drop the oldest.
+TEST(Acceptor, TimeoutSaysWhatItRefused) {
+  net::Fd listener = net::listen_on(net::parse_host_port("127.0.0.1:0"));
+  const net::SockAddr at = net::local_address(listener.get());
+  const bootstrap::Secret secret = bootstrap::random_secret();
+  bootstrap::Secret wrong = secret;
+  wrong.bytes[0] ^= 1;
+  auto held = silent(at, static_cast<int>(net::Acceptor::kMaxPending) + 3);
+  net::Fd stranger = net::connect_to(at, net::deadline_after(5));
+  net::Hello h = net::make_hello(wrong.bytes, 5, 0, 1, net::Role::control, 0);
+  net::send_all(stranger.get(), &h, sizeof h, net::deadline_after(5), "listener");
+  net::Acceptor acceptor(listener.get(), secret.bytes, 5);
+  try {
+    acceptor.next(net::deadline_after(2.5), "connections from rank 7");
+    ADD_FAILURE() << "no timeout";
+  } catch (const TimeoutError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("waiting for connections from rank 7"), std::string::npos) << m;
+    EXPECT_NE(m.find("sent no hello within 2 s"), std::string::npos) << m;
+    EXPECT_NE(m.find("1 did not present the job's secret"), std::string::npos) << m;
+    EXPECT_NE(m.find("dropped while too many waited at once"), std::string::npos) << m;
+  }
+}
+
+// When a rank never joins, every rank that did gets the root's reason, which names the
+// missing rank and what the root refused meanwhile (not just "STRATA_TIMEOUT").
+TEST(Bootstrap, RootTellsTheJoinedRanksWhyItGaveUp) {
+  setenv("STRATA_SOCKET_IFNAME", "lo", 1);
+  setenv("STRATA_TIMEOUT", "2", 1);
+  UniqueId id = get_unique_id();
+  auto held = silent(bootstrap::decode_id(id).root, 3);
+  try {
+    Comm::init_rank(2, id, 0);
+    ADD_FAILURE() << "rank 1 never joined, yet init returned";
+  } catch (const TimeoutError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("gave up"), std::string::npos) << m;
+    EXPECT_NE(m.find("rank 1 of 2 did not join"), std::string::npos) << m;
+    EXPECT_NE(m.find("3 sent no hello"), std::string::npos) << m;
+  }
+  unsetenv("STRATA_TIMEOUT");
+}
+
+TEST(Bootstrap, RankInfoFromAnotherProcessIsChecked) {
+  bootstrap::RankInfo info{};
+  info.listen = net::parse_host_port("127.0.0.1:5000");
+  std::snprintf(info.host, sizeof info.host, "host");
+  std::snprintf(info.machine, sizeof info.machine, "machine");
+  info.tcp_nsocks = 2;
+  EXPECT_EQ(bootstrap::check_rank_info(info), "");
+  bootstrap::RankInfo bad = info;
+  bad.listen.ss.ss_family = AF_UNIX;
+  EXPECT_NE(bootstrap::check_rank_info(bad), "");
+  bad = info;
+  bad.listen.len = 200;
+  EXPECT_NE(bootstrap::check_rank_info(bad), "");
+  bad = info;
+  std::memset(bad.host, 'x', sizeof bad.host);
+  EXPECT_NE(bootstrap::check_rank_info(bad), "");
+  bad = info;
+  bad.tcp_nsocks = 0;
+  EXPECT_NE(bootstrap::check_rank_info(bad), "");
 }
 
 TEST(Bootstrap, GarbageUniqueIdIsRejected) {

@@ -2,6 +2,8 @@
 // definitions written out here case by case (an oracle independent of the table).
 #include <gtest/gtest.h>
 
+#include <iostream>
+#include <string>
 #include <vector>
 
 #include "ground/call.hpp"
@@ -92,6 +94,7 @@ TEST(Describe, DerivesInPlaceAndIgnoresArgumentsACallDoesNotTake) {
 
 TEST(Describe, RefusesWhatNcclRefuses) {
   std::vector<float> a(64), b(64);
+  // Thrown: what every rank passes alike, so every rank reaches the same verdict.
   auto refused = [](auto fn) {
     try {
       fn();
@@ -100,23 +103,87 @@ TEST(Describe, RefusesWhatNcclRefuses) {
     }
     return false;
   };
-  // Unknown type and op; root and peer out of range.
-  EXPECT_TRUE(refused([&] { describe(Collective::all_reduce, a.data(), b.data(), 4, static_cast<DataType>(42), ReduceOp::sum, 0, 0, 2); }));
-  EXPECT_TRUE(refused([&] { describe(Collective::reduce, a.data(), b.data(), 4, DataType::float32, static_cast<ReduceOp>(9), 0, 0, 2); }));
-  EXPECT_TRUE(refused([&] { describe(Collective::broadcast, a.data(), b.data(), 4, DataType::float32, ReduceOp::sum, 2, 0, 2); }));
-  EXPECT_TRUE(refused([&] { describe(Collective::send, a.data(), nullptr, 4, DataType::float32, ReduceOp::sum, -1, 0, 2); }));
+  // Recorded as this rank's own fault, for the communicator to refuse on every rank.
+  auto fault = [](const Call& k) { return k.fault; };
+  const auto f32 = DataType::float32;
+  const auto sum = ReduceOp::sum;
+  // Unknown type and op; a collective's root out of range.
+  EXPECT_TRUE(refused([&] { describe(Collective::all_reduce, a.data(), b.data(), 4, static_cast<DataType>(42), sum, 0, 0, 2); }));
+  EXPECT_TRUE(refused([&] { describe(Collective::reduce, a.data(), b.data(), 4, f32, static_cast<ReduceOp>(9), 0, 0, 2); }));
+  EXPECT_TRUE(refused([&] { describe(Collective::broadcast, a.data(), b.data(), 4, f32, sum, 2, 0, 2); }));
+  // A send/recv peer is this rank's own: out of range it is a fault, not a throw.
+  EXPECT_FALSE(refused([&] { describe(Collective::send, a.data(), nullptr, 4, f32, sum, -1, 0, 2); }));
+  EXPECT_EQ(fault(describe(Collective::send, a.data(), nullptr, 4, f32, sum, -1, 0, 2)), Fault::bad_peer);
+  EXPECT_EQ(fault(describe(Collective::recv, nullptr, b.data(), 4, f32, sum, 2, 0, 2)), Fault::bad_peer);
   // A count whose bytes, times the ranks for per-rank buffers, overflow.
-  EXPECT_TRUE(refused([&] { describe(Collective::all_gather, a.data(), b.data(), SIZE_MAX / 8, DataType::float32, ReduceOp::sum, 0, 0, 4); }));
-  EXPECT_FALSE(refused([&] { describe(Collective::all_gather, a.data(), b.data(), 16, DataType::float32, ReduceOp::sum, 0, 0, 4); }));
+  EXPECT_TRUE(refused([&] { describe(Collective::all_gather, a.data(), b.data(), SIZE_MAX / 8, f32, sum, 0, 0, 4); }));
+  EXPECT_FALSE(refused([&] { describe(Collective::all_gather, a.data(), b.data(), 16, f32, sum, 0, 0, 4); }));
+  EXPECT_EQ(fault(describe(Collective::all_gather, a.data(), b.data(), 16, f32, sum, 0, 0, 4)), Fault::none);
   // Null buffers where this rank uses them; broadcast's send on a non-root rank is unused.
-  EXPECT_TRUE(refused([&] { describe(Collective::all_reduce, nullptr, b.data(), 4, DataType::float32, ReduceOp::sum, 0, 0, 2); }));
-  EXPECT_FALSE(refused([&] { describe(Collective::broadcast, nullptr, b.data(), 4, DataType::float32, ReduceOp::sum, 0, 1, 2); }));
-  EXPECT_TRUE(refused([&] { describe(Collective::broadcast, nullptr, b.data(), 4, DataType::float32, ReduceOp::sum, 1, 1, 2); }));
-  EXPECT_FALSE(refused([&] { describe(Collective::reduce, a.data(), nullptr, 4, DataType::float32, ReduceOp::sum, 0, 1, 2); }));
+  EXPECT_EQ(fault(describe(Collective::all_reduce, nullptr, b.data(), 4, f32, sum, 0, 0, 2)), Fault::null_buffer);
+  EXPECT_EQ(fault(describe(Collective::broadcast, nullptr, b.data(), 4, f32, sum, 0, 1, 2)), Fault::none);
+  EXPECT_EQ(fault(describe(Collective::broadcast, nullptr, b.data(), 4, f32, sum, 1, 1, 2)), Fault::null_buffer);
+  EXPECT_EQ(fault(describe(Collective::reduce, a.data(), nullptr, 4, f32, sum, 0, 1, 2)), Fault::none);
   // Overlap that is not the in-place form.
-  EXPECT_TRUE(refused([&] { describe(Collective::all_reduce, a.data(), a.data() + 1, 4, DataType::float32, ReduceOp::sum, 0, 0, 2); }));
-  EXPECT_TRUE(refused([&] { describe(Collective::all_gather, a.data(), a.data(), 4, DataType::float32, ReduceOp::sum, 0, 1, 2); }));
-  EXPECT_FALSE(refused([&] { describe(Collective::all_gather, a.data() + 4, a.data(), 4, DataType::float32, ReduceOp::sum, 0, 1, 2); }));
+  EXPECT_EQ(fault(describe(Collective::all_reduce, a.data(), a.data() + 1, 4, f32, sum, 0, 0, 2)), Fault::overlap);
+  EXPECT_EQ(fault(describe(Collective::all_gather, a.data(), a.data(), 4, f32, sum, 0, 1, 2)), Fault::overlap);
+  EXPECT_EQ(fault(describe(Collective::all_gather, a.data() + 4, a.data(), 4, f32, sum, 0, 1, 2)), Fault::none);
+  // Their messages name the call and the argument.
+  Call k = describe(Collective::broadcast, a.data(), a.data() + 2, 4, f32, sum, 0, 0, 2);
+  EXPECT_EQ(fault_message(k, 2), "broadcast: send and receive buffers overlap but are not in place");
+  k = describe(Collective::send, nullptr, nullptr, 4, f32, sum, 1, 0, 2);
+  EXPECT_EQ(fault_message(k, 2), "send: buffer is null with count 4");
+  k = describe(Collective::recv, nullptr, b.data(), 4, f32, sum, 5, 0, 2);
+  EXPECT_EQ(fault_message(k, 2), "recv: peer 5 is not a rank of this communicator (size 2)");
   // Count 0: nothing is read or written, so null buffers are fine.
-  EXPECT_FALSE(refused([&] { describe(Collective::all_reduce, nullptr, nullptr, 0, DataType::float32, ReduceOp::sum, 0, 0, 2); }));
+  EXPECT_EQ(fault(describe(Collective::all_reduce, nullptr, nullptr, 0, f32, sum, 0, 0, 2)), Fault::none);
+}
+
+// Impossible counts: every collective, on every rank of 1, 2, 3 and 8, root first and
+// last, in place and not, every type. A count is impossible when the largest buffer of the
+// call would exceed kMaxBufferBytes (2^47 bytes); the largest possible count must pass, so
+// the bound is exact. The pointers are never dereferenced by describe().
+TEST(Describe, RefusesEveryImpossibleCountOnEveryRankAlike) {
+  alignas(64) static char arena[64];
+  long tried = 0, accepted = 0, possible_refused = 0;
+  for (int c = 0; c < kNumCollectives; ++c)
+    for (int n : {1, 2, 3, 8})
+      for (int r = 0; r < n; ++r)
+        for (int root : {0, n - 1})
+          for (bool in_place : {false, true})
+            for (int t = 0; t < kNumDataTypes; ++t) {
+              auto coll = static_cast<Collective>(c);
+              auto type = static_cast<DataType>(t);
+              const size_t per_elem = size_of(type) * blocks_per_buffer(coll, n);
+              const size_t largest = kMaxBufferBytes / per_elem;
+              for (size_t count : {largest + 1, (size_t{1} << 48) / size_of(type), size_t{1} << 60,
+                                   SIZE_MAX / size_of(type), SIZE_MAX}) {
+                if (count <= largest) continue;
+                // In place: the buffers as the in-place form has them for this count.
+                Geometry g = geometry(coll, count, n, r, root);
+                char* recv = arena;
+                const char* send = in_place && g.in_place == InPlace::send_in_recv ? arena + g.in_place_offset * size_of(type)
+                                   : in_place && g.in_place == InPlace::recv_in_send ? arena
+                                   : in_place ? arena : arena + 32;
+                if (in_place && g.in_place == InPlace::recv_in_send) recv = arena + g.in_place_offset * size_of(type);
+                ++tried;
+                try {
+                  describe(coll, send, recv, count, type, ReduceOp::sum, root, r, n);
+                  ++accepted;
+                  ADD_FAILURE() << name(coll) << " count " << count << " of " << name(type) << " accepted on rank " << r
+                                << " of " << n << (in_place ? " in place" : "");
+                } catch (const InvalidArgument&) {
+                }
+              }
+              try {
+                describe(coll, arena, arena + 32, largest, type, ReduceOp::sum, root, r, n);
+              } catch (const InvalidArgument& e) {
+                // Overlap of the fake buffers is not what this checks.
+                if (std::string(e.what()).find("larger than any buffer") != std::string::npos) ++possible_refused;
+              }
+            }
+  std::cout << "impossible counts: " << accepted << " of " << tried << " accepted\n";
+  EXPECT_EQ(accepted, 0);
+  EXPECT_EQ(possible_refused, 0) << "a count at the bound was refused";
+  EXPECT_GT(tried, 10000);
 }

@@ -70,11 +70,24 @@ struct Case {
   std::string hier_name = "";
   size_t elem_size = 4;  // only the algorithms' size thresholds look at it
   bool forward = false;  // CollArgs::forward
+  // In place is each rank's own choice: even ranks in place, odd ranks not (`in_place`
+  // is then ignored). The plans must still agree on the wire.
+  bool mixed = false;
 };
+
+bool in_place_at(const Case& c, int r) { return c.mixed ? r % 2 == 0 : c.in_place; }
+
+// Out of place, in place, in place on even ranks only.
+constexpr int kForms[] = {0, 1, 2};
+Case in_form(Case c, int form) {
+  c.in_place = form == 1;
+  c.mixed = form == 2;
+  return c;
+}
 
 std::string describe(const Case& c) {
   return std::string(name(c.coll)) + "/" + name(c.algo) + " n=" + std::to_string(c.n) + " count=" +
-         std::to_string(c.count) + " root=" + std::to_string(c.root) + (c.in_place ? " in-place" : "") +
+         std::to_string(c.count) + " root=" + std::to_string(c.root) + (c.mixed ? " in-place on even ranks" : c.in_place ? " in-place" : "") +
          (c.hier ? " hierarchy " + c.hier_name : "") + (c.forward ? " forwarding" : "");
 }
 
@@ -97,14 +110,15 @@ void run(const Case& c) {
   std::vector<RankSim> ranks(n);
   for (int r = 0; r < n; ++r) {
     RankSim& s = ranks[r];
-    CollArgs a{c.coll, c.count, c.elem_size, c.root, r, n, c.in_place, 3, c.hier, c.forward};
+    const bool in_place = in_place_at(c, r);
+    CollArgs a{c.coll, c.count, c.elem_size, c.root, r, n, in_place, 3, c.hier, c.forward};
     s.plan = build_plan(c.algo, a);
     // Lay out the arena; in place, input and output share storage as the API defines.
     s.out = {0, out_n};
     size_t used = out_n;
-    if (c.in_place && c.coll == Collective::all_gather) s.in = {static_cast<size_t>(r) * c.count, in_n};
-    else if (c.in_place && c.coll == Collective::reduce_scatter) s.in = {0, in_n}, s.out = {static_cast<size_t>(r) * c.count, out_n}, used = in_n;
-    else if (c.in_place) s.in = {0, in_n};
+    if (in_place && c.coll == Collective::all_gather) s.in = {static_cast<size_t>(r) * c.count, in_n};
+    else if (in_place && c.coll == Collective::reduce_scatter) s.in = {0, in_n}, s.out = {static_cast<size_t>(r) * c.count, out_n}, used = in_n;
+    else if (in_place) s.in = {0, in_n};
     else s.in = {used, in_n}, used += in_n;
     s.scratch = {used, s.plan.scratch_count};
     s.arena.resize(used + s.plan.scratch_count);
@@ -243,10 +257,10 @@ TEST(Plans, EveryAlgorithmDeliversEachContributionExactlyOnce) {
       for (int n = 1; n <= 9; ++n)
         for (size_t count : {size_t(1), size_t(2), size_t(5), size_t(13)})
           for (int root = 0; root < n; root += (n > 3 ? n - 1 : 1))
-            for (bool in_place : {false, true}) {
+            for (int form : kForms) {
               bool rooted = coll == Collective::broadcast || coll == Collective::reduce;
               if (!rooted && root != 0) continue;
-              run({coll, algo, n, count, root, in_place});
+              run(in_form({coll, algo, n, count, root, false}, form));
               if (HasFatalFailure()) return;
               ++cases;
             }
@@ -267,10 +281,10 @@ TEST(Plans, HierarchicalOverManyHierarchies) {
       for (Collective coll : colls)
         for (size_t count : {size_t(1), size_t(5), size_t(13)})
           for (int root = 0; root < n; root += (n > 3 ? n / 2 : 1))
-            for (bool in_place : {false, true}) {
+            for (int form : kForms) {
               bool rooted = coll == Collective::broadcast || coll == Collective::reduce;
               if (!rooted && root != 0) continue;
-              run({coll, Algo::hierarchical, n, count, root, in_place, &h, spec});
+              run(in_form({coll, Algo::hierarchical, n, count, root, false, &h, spec}, form));
               if (HasFatalFailure()) return;
               ++cases;
             }
@@ -281,8 +295,8 @@ TEST(Plans, HierarchicalOverManyHierarchies) {
 // Two-rank ring all-reduces of >= 4 MiB run as pipelined 1 MiB pieces (1 MiB "elements").
 TEST(Plans, PipelinedTwoRankRing) {
   for (size_t count : {size_t(4), size_t(13), size_t(40)})
-    for (bool in_place : {false, true}) {
-      run({Collective::all_reduce, Algo::ring, 2, count, 0, in_place, nullptr, "", size_t(1) << 20});
+    for (int form : kForms) {
+      run(in_form({Collective::all_reduce, Algo::ring, 2, count, 0, false, nullptr, "", size_t(1) << 20}, form));
       if (HasFatalFailure()) return;
     }
   CollArgs a{Collective::all_reduce, 13, size_t(1) << 20, 0, 0, 2, false, 3, nullptr};
@@ -294,8 +308,8 @@ TEST(Plans, PipelinedTwoRankRing) {
 TEST(Plans, ForwardingTwoRankRing) {
   for (size_t elem : {size_t(4), size_t(1) << 20})
     for (size_t count : {size_t(1), size_t(4), size_t(13), size_t(40)})
-      for (bool in_place : {false, true}) {
-        run({Collective::all_reduce, Algo::ring, 2, count, 0, in_place, nullptr, "", elem, true});
+      for (int form : kForms) {
+        run(in_form({Collective::all_reduce, Algo::ring, 2, count, 0, false, nullptr, "", elem, true}, form));
         if (HasFatalFailure()) return;
       }
   CollArgs a{Collective::all_reduce, 13, size_t(1) << 20, 0, 0, 2, false, 3, nullptr, true};
@@ -321,8 +335,8 @@ TEST(Plans, PipelinedHierarchicalAllReduce) {
     for (int n : {4, 6, 8, 9, 12}) {
       Hierarchy h = build_hierarchy(std::vector<std::string>(static_cast<size_t>(n), "host"), parse_hierarchy_spec(spec), "");
       for (size_t count : {size_t(13), size_t(40)})
-        for (bool in_place : {false, true}) {
-          run({Collective::all_reduce, Algo::hierarchical, n, count, 0, in_place, &h, spec, size_t(1) << 20});
+        for (int form : kForms) {
+          run(in_form({Collective::all_reduce, Algo::hierarchical, n, count, 0, false, &h, spec, size_t(1) << 20}, form));
           if (HasFatalFailure()) return;
         }
     }
