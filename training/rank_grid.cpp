@@ -10,20 +10,17 @@
 namespace strata::train {
 
 std::array<Dim, 3> parse_grid_order(const std::string& text) {
+  std::vector<std::string> items;
+  size_t from = 0;
+  for (size_t comma; (comma = text.find(',', from)) != std::string::npos; from = comma + 1)
+    items.push_back(text.substr(from, comma - from));
+  items.push_back(text.substr(from));
   std::array<Dim, 3> order{};
-  std::stringstream ss(text);
-  std::string item;
   std::set<int> seen;
-  int n = 0;
-  while (std::getline(ss, item, ',')) {
-    int d = -1;
-    for (int i = 0; i < 3; ++i)
-      if (item == kDimNames[i]) d = i;
-    if (d < 0 || seen.count(d) || n == 3) break;
-    seen.insert(d);
-    order[n++] = static_cast<Dim>(d);
-  }
-  if (n != 3 || seen.size() != 3 || text.back() == ',')
+  for (size_t i = 0; i < items.size() && items.size() == 3; ++i)
+    for (int d = 0; d < 3; ++d)
+      if (items[i] == kDimNames[d] && seen.insert(d).second) order[i] = static_cast<Dim>(d);
+  if (seen.size() != 3)
     throw TrainError("--layout needs tp, pp and dp once each, innermost first (e.g. tp,pp,dp), got '" +
                      text + "'");
   return order;
