@@ -150,16 +150,22 @@ int run(int argc, char** argv) {
       std::printf("step %5d | val loss %.6f | %d batches | %.2f s\n", trainer.step(), last_val,
                   o.eval_batches, now_s() - t0);
   };
+  // The split of step time is averaged from the second step on when there is one: the
+  // first also allocates the microbatches' activations and warms the caches.
   double last_loss = NAN, comm_wait = 0, idle = 0, busy = 0;
+  int timed = 0, timed_from = 0;
   st::Traffic traffic{};
   while (trainer.step() < stop) {
     double t0 = now_s();
     st::StepResult r = trainer.train_step();
     double dt = now_s() - t0;
     last_loss = r.loss;
-    comm_wait += r.comm_wait_s;
-    idle += r.idle_s;
-    busy += r.time_s;
+    if (trainer.step() > first || stop == first) {
+      if (timed++ == 0) timed_from = trainer.step();
+      comm_wait += r.comm_wait_s;
+      idle += r.idle_s;
+      busy += r.time_s;
+    }
     for (size_t i = 0; i < traffic.size(); ++i) traffic[i] += static_cast<double>(r.bytes[i]);
     if (!std::isfinite(r.loss))
       throw st::TrainError("loss is " + std::to_string(r.loss) + " at step " +
@@ -187,9 +193,9 @@ int run(int argc, char** argv) {
                 trainer.step(), elapsed, ran > 0 ? elapsed / ran * 1e3 : 0.0,
                 ran > 0 ? tokens * ran / elapsed : 0.0, last_loss);
     if (!std::isnan(last_val)) std::printf(" | val loss %.6f", last_val);
-    if (world > 1 && ran > 0)
-      std::printf(" | per step: compute %.1f, comm %.1f, idle %.1f ms", (busy - comm_wait - idle) / ran * 1e3,
-                  comm_wait / ran * 1e3, idle / ran * 1e3);
+    if (world > 1 && timed > 0)
+      std::printf(" | per step from step %d: compute %.1f, comm %.1f, idle %.1f ms", timed_from,
+                  (busy - comm_wait - idle) / timed * 1e3, comm_wait / timed * 1e3, idle / timed * 1e3);
     std::printf("\n");
     if (world > 1 && ran > 0) {
       for (double& t : traffic) t /= ran;

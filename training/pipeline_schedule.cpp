@@ -61,11 +61,13 @@ std::string describe_stages(int layers, int P, int V) {
   std::string out;
   for (int p = 0; p < P; ++p) {
     out += std::string(p ? " | " : "") + "stage " + std::to_string(p) + ":";
-    for (const Chunk& c : stage_chunks(layers, P, V, p)) {
-      out += " layers " + std::to_string(c.first_layer);
+    const std::vector<Chunk> chunks = stage_chunks(layers, P, V, p);
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      const Chunk& c = chunks[i];
+      out += std::string(i ? ";" : "") + (c.embedding ? " embedding," : "") + " layers " +
+             std::to_string(c.first_layer);
       if (c.end_layer - c.first_layer > 1) out += "-" + std::to_string(c.end_layer - 1);
-      if (c.embedding) out += " + embedding";
-      if (c.head) out += " + head";
+      if (c.head) out += ", head";
     }
   }
   return out;

@@ -45,8 +45,8 @@ std::vector<PipeAction> pipeline_schedule(Schedule s, int P, int V, int M, int s
 // (the last stage also computes the head); the embedding goes with virtual stage 0 and
 // the head with S-1. Stage p's chunks are virtual stages p, P + p, ..., (V-1)P + p.
 std::vector<Chunk> stage_chunks(int layers, int P, int V, int stage);
-// "stage 0: layers 0-2 + embedding | stage 1: layers 3-4 + head" (V chunks per stage
-// listed in order).
+// "stage 0: embedding, layers 0-2 | stage 1: layers 3-4, head"; a stage's chunks are
+// separated by ";".
 std::string describe_stages(int layers, int P, int V);
 
 // The bubble fraction above for these sizes (V = 1 unless interleaved).

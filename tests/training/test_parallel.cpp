@@ -19,6 +19,8 @@
 #include "errors.hpp"
 #include "train_proc.hpp"
 
+using train_test::plus;
+using train_test::rel_diff;
 using train_test::run_train;
 using train_test::TrainRun;
 namespace st = strata::train;
@@ -52,16 +54,6 @@ std::vector<std::string> split_words(const std::string& s) {
   std::vector<std::string> out;
   for (std::string w; in >> w;) out.push_back(w);
   return out;
-}
-
-std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-double rel_diff(const std::string& a, const std::string& b) {
-  double x = std::atof(a.c_str()), y = std::atof(b.c_str());
-  return std::fabs(x - y) / std::max(1e-12, std::fabs(y));
 }
 
 struct TempDir {

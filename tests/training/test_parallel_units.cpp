@@ -117,7 +117,8 @@ TEST(StageChunks, EveryLayerOnceEvenAsPossible) {
         EXPECT_EQ(head, 1);
         EXPECT_LE(largest - smallest, 1);
       }
-  EXPECT_EQ(st::describe_stages(5, 2, 1), "stage 0: layers 0-2 + embedding | stage 1: layers 3-4 + head");
+  EXPECT_EQ(st::describe_stages(5, 2, 1), "stage 0: embedding, layers 0-2 | stage 1: layers 3-4, head");
+  EXPECT_EQ(st::describe_stages(4, 2, 2), "stage 0: embedding, layers 0; layers 2 | stage 1: layers 1; layers 3, head");
 }
 
 // ---------------------------------------------------------------------------------------

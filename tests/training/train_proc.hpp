@@ -5,7 +5,10 @@
 #include <dirent.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -70,6 +73,17 @@ inline TrainRun run_train(int ranks, const std::vector<std::string>& args, doubl
     }
   }
   return r;
+}
+
+inline std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Relative difference of two printed numbers.
+inline double rel_diff(const std::string& a, const std::string& b) {
+  double x = std::atof(a.c_str()), y = std::atof(b.c_str());
+  return std::fabs(x - y) / std::max(1e-12, std::fabs(y));
 }
 
 inline std::string make_temp_dir(const std::string& tag) {
