@@ -7,7 +7,7 @@
     training/figures.py cluster   tokens/s on an emulated 2-host cluster at 1 Gbit/s (root)
 
 Run from the repository root after tools/build. Each measurement is repeated (--reps) and
-the median reported; the machine's load is printed with it.
+the median reported (5 by default); the machine's load is printed with it.
 """
 import argparse
 import os
@@ -101,27 +101,27 @@ def cluster(reps):
                ("pp 2 x dp 2, PP across the link", "--pp 2 --dp 2 --microbatches 4 --layout dp,pp,tp")]
     print(f"4 ranks on 2 emulated hosts, 1 Gbit/s between them; 20 steps of 16 x 64 tokens; {reps} runs, median; "
           f"load average at start {load()}")
-    print("| layout | groups | tok/s (median) | runs | compute / comm / idle ms per step (median run) |")
-    print("|---|---|---|---|---|")
+    print("| layout | groups | tok/s (median) | runs | ms/step | compute / comm / idle ms (median run, from step 2) |")
+    print("|---|---|---|---|---|---|")
     for name, flags in configs:
         results = []
         for _ in range(reps):
             out = train(4, base + flags.split(), hosts=2, link_rate="1gbit")
             m = re.search(r"done: .*\(([\d.]+) ms/step, (\d+) tok/s\).*per step from step \d+: compute ([\d.]+), comm ([\d.]+), "
                           r"idle ([\d.]+) ms", out)
-            groups = "; ".join(l.split("groups of")[0].strip() + ": " + l.split("--")[-1].strip()
-                               for l in out.splitlines() if "groups of" in l and "[0]" in l)
-            results.append((int(m.group(2)), m.group(3), m.group(4), m.group(5), groups))
+            groups = "; ".join(l[len("[0]"):].split("groups of")[0].strip() + " " + l.split("--")[-1].strip()
+                               for l in out.splitlines() if "groups of" in l and l.startswith("[0]"))
+            results.append((int(m.group(2)), m.group(1), m.group(3), m.group(4), m.group(5), groups))
         results.sort()
         med = results[len(results) // 2]
         runs = ", ".join(str(r[0]) for r in results)
-        print(f"| {name} | {med[4]} | {med[0]} | {runs} | {med[1]} / {med[2]} / {med[3]} |", flush=True)
+        print(f"| {name} | {med[5]} | {med[0]} | {runs} | {med[1]} | {med[2]} / {med[3]} / {med[4]} |", flush=True)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("figure", choices=["bubble", "memory", "traffic", "cluster"])
-    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--reps", type=int, default=5)
     a = p.parse_args()
     globals()[a.figure](a.reps)
 

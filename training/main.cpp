@@ -90,7 +90,7 @@ int run(int argc, char** argv) {
   shape.size[st::kDp] = o.dp;
   if (!o.layout.empty()) shape.order = st::parse_grid_order(o.layout);
   st::ParallelGroups groups(launched ? st::Group(strata::Comm::init_from_env()) : st::Group(), shape,
-                            o.schedule == "interleaved");
+                            *st::parse_schedule(o.schedule) == st::Schedule::interleaved);
   const bool root = rank == 0;
   int threads = o.threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency() / world);

@@ -66,7 +66,7 @@ std::string Trainer::memory_report() const {
   size_t acts = 0;
   for (const auto& c : chunks_) acts += c->activation_bytes();
   row("activations", static_cast<double>(acts), "", 0,
-      " per microbatch in flight: " + std::to_string(micro_batch_) + " x ctx " +
+      "per microbatch in flight: " + std::to_string(micro_batch_) + " x ctx " +
           std::to_string(o_.model.ctx) + (o_.pp > 1 ? ", in every chunk of this stage" : "") +
           " (not sharded by ZeRO)");
   return out;

@@ -1,7 +1,5 @@
 #include "tensor_parallel.hpp"
 
-#include <stdexcept>
-
 namespace strata::train {
 
 const float* TensorParallel::gather(const float* mine, float* all, int N, int C) {
