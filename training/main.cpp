@@ -199,7 +199,7 @@ int run(int argc, char** argv) {
     std::printf("\n");
     if (world > 1 && ran > 0) {
       for (double& t : traffic) t /= ran;
-      std::fputs(st::traffic_report(o, lay, groups.coord(st::kPp), traffic).c_str(), stdout);
+      std::fputs(st::traffic_report(o, lay, groups.coord(st::kPp), groups.dp_is_world(), traffic).c_str(), stdout);
     }
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);

@@ -9,10 +9,11 @@ std::vector<GridLevel> grid_levels(const Group& g) {
 }
 
 ParallelGroups::ParallelGroups(Group world, const GridShape& shape, bool ring)
-    : world_(world),
-      grid_(shape, grid_levels(world)),
-      dp_is_world_(shape.size[kDp] == shape.ranks()) {
+    : world_(world), grid_(shape, grid_levels(world)), dp_is_world_(shape.size[kDp] == shape.ranks()) {
   const int me = world_.rank();
+  // The whole job serves as the data-parallel group only if its ranks are in the order
+  // of their data-parallel coordinates (the hierarchy may order them otherwise).
+  for (int r = 0; r < shape.ranks(); ++r) dp_is_world_ &= grid_.coord(r, kDp) == r;
   // Every rank takes the same branches: a split is collective over the world.
   if (size(kTp) > 1) tp_ = world_.split(grid_.group_index(kTp, me), coord(kTp));
   if (size(kDp) > 1 && !dp_is_world_) dp_ = world_.split(grid_.group_index(kDp, me), coord(kDp));

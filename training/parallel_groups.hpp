@@ -27,6 +27,7 @@ class ParallelGroups {
   Group& world() { return world_; }
   Group& tp() { return tp_; }
   Group& dp() { return dp_is_world_ ? world_ : dp_; }
+  bool dp_is_world() const { return dp_is_world_; }
   Group* embedding() { return size(kPp) > 1 ? &embedding_ : nullptr; }
   PipeLinks& links() { return links_; }
 

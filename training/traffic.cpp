@@ -6,7 +6,7 @@
 
 namespace strata::train {
 
-Traffic traffic_formula(const Options& o, const ParamLayout& layout, int stage) {
+Traffic traffic_formula(const Options& o, const ParamLayout& layout, int stage, bool dp_is_world) {
   Traffic f{};
   const double N = static_cast<double>(o.batch / o.dp / o.microbatches) * o.model.ctx;
   const double C = o.model.dim, M = o.microbatches, T = o.tp;
@@ -35,18 +35,16 @@ Traffic traffic_formula(const Options& o, const ParamLayout& layout, int stage) 
   }
   if (P > 1 && (stage == 0 || stage == P - 1)) f[ParallelGroups::kEmbeddingBytes] = o.model.vocab / T * C;
   for (double& x : f) x *= sizeof(float);
-  const bool world_is_dp = o.tp * o.pp == 1;
   if (o.tp * o.pp * o.dp > 1)
-    f[world_is_dp ? ParallelGroups::kDpBytes : ParallelGroups::kWorldBytes] +=
-        4 + (world_is_dp ? 0 : 8);
+    f[dp_is_world ? ParallelGroups::kDpBytes : ParallelGroups::kWorldBytes] += 4 + (o.tp * o.pp > 1 ? 8 : 0);
   return f;
 }
 
-std::string traffic_report(const Options& o, const ParamLayout& layout, int stage,
+std::string traffic_report(const Options& o, const ParamLayout& layout, int stage, bool dp_is_world,
                            const Traffic& measured) {
   static const char* names[] = {"tensor parallel", "pipeline (sent)", "data parallel",
                                 "tied embedding", "whole job"};
-  const Traffic f = traffic_formula(o, layout, stage);
+  const Traffic f = traffic_formula(o, layout, stage, dp_is_world);
   std::string out = "bytes per step on this rank, per group (collective vector sizes): issued | formula\n";
   char line[160];
   for (size_t i = 0; i < f.size(); ++i) {

@@ -29,9 +29,10 @@ namespace strata::train {
 
 using Traffic = std::array<double, ParallelGroups::kTrafficKinds>;
 
-Traffic traffic_formula(const Options& o, const ParamLayout& layout, int stage);
+// dp_is_world: the whole job's communicator also serves as the data-parallel group.
+Traffic traffic_formula(const Options& o, const ParamLayout& layout, int stage, bool dp_is_world);
 // measured: bytes per step, averaged.
-std::string traffic_report(const Options& o, const ParamLayout& layout, int stage,
+std::string traffic_report(const Options& o, const ParamLayout& layout, int stage, bool dp_is_world,
                            const Traffic& measured);
 
 }  // namespace strata::train
