@@ -250,8 +250,11 @@ TEST(ParallelResume, AcrossLayouts) {
 // The layout follows the hierarchy the communicator sees: with nodes of two ranks
 // (STRATA_HIERARCHY emulates them), tensor-parallel groups sit inside a node and data
 // parallel crosses nodes; --layout dp,tp,pp puts tensor parallelism across the nodes.
+// Either way the first steps are the serial run's.
 TEST(ParallelLayout, FollowsTheHierarchy) {
-  const std::vector<std::string> args = plus(model_args(6), {"--tp", "2", "--dp", "2", "--steps", "2"});
+  const Serial& s = serial(6);
+  ASSERT_TRUE(s.run.ok()) << s.run.describe();
+  const std::vector<std::string> args = plus(model_args(6), {"--tp", "2", "--dp", "2", "--stop-at", "3"});
   TrainRun derived = run_train(4, args, 90, {{"STRATA_HIERARCHY", "node:2"}});
   ASSERT_TRUE(derived.ok()) << derived.describe();
   EXPECT_NE(derived.proc.out.find("tp groups of 2: [0,1] [2,3] -- inside one node"), std::string::npos)
@@ -262,6 +265,9 @@ TEST(ParallelLayout, FollowsTheHierarchy) {
   ASSERT_TRUE(across.ok()) << across.describe();
   EXPECT_NE(across.proc.out.find("tp groups of 2: [0,2] [1,3] -- across nodes"), std::string::npos)
       << across.describe();
+  for (const TrainRun* r : {&derived, &across})
+    for (int step = 1; step <= 3; ++step)
+      EXPECT_LE(rel_diff(r->loss.at(step), s.run.loss.at(step)), kLossRel) << "step " << step;
   for (auto& l : strata_test::lines_containing(derived.proc.out + across.proc.out, "groups of")) std::cout << l << "\n";
 }
 
