@@ -50,21 +50,23 @@ def load():
 def bubble(reps):
     model = ["--layers", "8", "--heads", "8", "--dim", "256", "--ctx", "64", "--steps", "12", "--log-every", "100",
              "--pp", "2"]
+    cases = [(sched, M) for sched in ["gpipe", "1f1b", "interleaved"] for M in [4, 8, 16]]
     print("pipeline idle per step, 2 stages, 4 layers each (dim 256, ctx 64), one sequence per microbatch, "
-          f"{reps} runs each, median; load average at start {load()}")
+          f"steps 2-12; {reps} rounds over all cases, median; load average at start {load()}", flush=True)
+    idle = {c: {0: [], 1: []} for c in cases}
+    for _ in range(reps):  # rounds, so that every case sees the machine's load alike
+        for sched, M in cases:
+            r = rank_lines(train(2, model + ["--batch", str(M), "--microbatches", str(M), "--schedule", sched]))
+            for v in r.values():
+                idle[(sched, M)][v["pp"]].append(v["idle"])
     print("| schedule | M | formula | stage 0 | stage 1 | mean of stages |")
     print("|---|---|---|---|---|---|")
-    for sched in ["gpipe", "1f1b", "interleaved"]:
-        for M in [4, 8, 16]:
-            stages = {0: [], 1: []}
-            for _ in range(reps):
-                r = rank_lines(train(2, model + ["--batch", str(M), "--microbatches", str(M), "--schedule", sched]))
-                for v in r.values():
-                    stages[v["pp"]].append(v["idle"])
-            V = 2 if sched == "interleaved" else 1
-            formula = 100 * (2 - 1) / (V * M + 2 - 1)
-            s0, s1 = statistics.median(stages[0]), statistics.median(stages[1])
-            print(f"| {sched} | {M} | {formula:.1f}% | {s0:.1f}% | {s1:.1f}% | {(s0 + s1) / 2:.1f}% |", flush=True)
+    for sched, M in cases:
+        V = 2 if sched == "interleaved" else 1
+        formula = 100 * (2 - 1) / (V * M + 2 - 1)
+        s0, s1 = (statistics.median(idle[(sched, M)][p]) for p in (0, 1))
+        print(f"| {sched} | {M} | {formula:.1f}% | {s0:.1f}% | {s1:.1f}% | {(s0 + s1) / 2:.1f}% |")
+    print(f"load average at the end {load()}")
 
 
 def memory(reps):
@@ -99,23 +101,25 @@ def cluster(reps):
     configs = [("dp 4", "--dp 4"), ("tp 2 x dp 2", "--tp 2 --dp 2"), ("pp 2 x dp 2", "--pp 2 --dp 2 --microbatches 4"),
                ("tp 2 x dp 2, TP across the link", "--tp 2 --dp 2 --layout dp,tp,pp"),
                ("pp 2 x dp 2, PP across the link", "--pp 2 --dp 2 --microbatches 4 --layout dp,pp,tp")]
-    print(f"4 ranks on 2 emulated hosts, 1 Gbit/s between them; 20 steps of 16 x 64 tokens; {reps} runs, median; "
-          f"load average at start {load()}")
-    print("| layout | groups | tok/s (median) | runs | ms/step | compute / comm / idle ms (median run, from step 2) |")
-    print("|---|---|---|---|---|---|")
-    for name, flags in configs:
-        results = []
-        for _ in range(reps):
+    print(f"4 ranks on 2 emulated hosts, 1 Gbit/s between them; 20 steps of 16 x 64 tokens; {reps} rounds over "
+          f"all layouts, median; load average at start {load()}", flush=True)
+    results = {name: [] for name, _ in configs}
+    for _ in range(reps):  # rounds, so that every layout sees the machine's load alike
+        for name, flags in configs:
             out = train(4, base + flags.split(), hosts=2, link_rate="1gbit")
-            m = re.search(r"done: .*\(([\d.]+) ms/step, (\d+) tok/s\).*per step from step \d+: compute ([\d.]+), comm ([\d.]+), "
-                          r"idle ([\d.]+) ms", out)
+            m = re.search(r"done: .*\(([\d.]+) ms/step, (\d+) tok/s\).*per step from step \d+: compute ([\d.]+), "
+                          r"comm ([\d.]+), idle ([\d.]+) ms", out)
             groups = "; ".join(l[len("[0]"):].split("groups of")[0].strip() + " " + l.split("--")[-1].strip()
                                for l in out.splitlines() if "groups of" in l and l.startswith("[0]"))
-            results.append((int(m.group(2)), m.group(1), m.group(3), m.group(4), m.group(5), groups))
-        results.sort()
-        med = results[len(results) // 2]
-        runs = ", ".join(str(r[0]) for r in results)
-        print(f"| {name} | {med[5]} | {med[0]} | {runs} | {med[1]} | {med[2]} / {med[3]} / {med[4]} |", flush=True)
+            results[name].append((int(m.group(2)), m.group(1), m.group(3), m.group(4), m.group(5), groups))
+    print("| layout | groups | tok/s (median) | runs | ms/step | compute / comm / idle ms (median run, from step 2) |")
+    print("|---|---|---|---|---|---|")
+    for name, _ in configs:
+        runs = sorted(results[name])
+        med = runs[len(runs) // 2]
+        print(f"| {name} | {med[5]} | {med[0]} | {', '.join(str(r[0]) for r in runs)} | {med[1]} | "
+              f"{med[2]} / {med[3]} / {med[4]} |")
+    print(f"load average at the end {load()}")
 
 
 def main():
