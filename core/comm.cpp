@@ -152,6 +152,12 @@ CommState& Comm::checked() const {
 int Comm::rank() const { return checked().rank; }
 int Comm::size() const { return checked().nranks; }
 
+std::vector<HierarchyLevel> Comm::hierarchy() const {
+  std::vector<HierarchyLevel> out;
+  for (const Level& l : checked().hier.levels) out.push_back({l.name, l.group});
+  return out;
+}
+
 void Comm::destroy() {
   CommState& s = checked();
   s.life.store(CommState::destroyed);

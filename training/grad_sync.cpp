@@ -98,13 +98,13 @@ void GradSync::finish() {
   while (!inflight_.empty()) retire_oldest();
 }
 
-double GradSync::global_norm(const Kernels& k) {
+double GradSync::norm_squared(const Kernels& k) {
   const float* g = grads();
   double local = 0;
-  for (const Segment& s : segments_) local += k.sum_squares(g + s.grad, s.len);
-  // zero 0: every rank holds the same whole gradient, so its own sum is the global one.
-  double total = zero_ == 0 ? local : group_.all_reduce_sum(local);
-  return std::sqrt(total);
+  for (const Segment& s : segments_)
+    if (s.counted) local += k.sum_squares(g + s.grad, s.len);
+  // zero 0: every rank holds the same whole gradient, so its own sum is the group's.
+  return zero_ == 0 ? local : group_.all_reduce_sum(local);
 }
 
 void GradSync::gather_params(float* params) {

@@ -13,6 +13,7 @@
 // on a communicator run in issue order, so waiting on the oldest frees staging first.
 #pragma once
 
+#include <cmath>
 #include <deque>
 #include <vector>
 
@@ -39,8 +40,11 @@ class GradSync final : public GradSink {
   const std::vector<Segment>& segments() const { return segments_; }
   const float* grads() const { return zero_ == 2 ? shard_.data() : full_.data(); }
   size_t state_size() const { return zero_ == 0 ? layout_.padded_size() : layout_.shard_size(); }
-  // L2 norm of the averaged gradient over all parameters (padding holds zeros).
-  double global_norm(const Kernels& k);
+  // Sum of squares of the averaged gradient over the parameters this rank's data-parallel
+  // group holds and counts (TensorInfo::counted; padding holds zeros): over all of them
+  // (zero 1, 2: the group's slices summed), or this rank's copy (zero 0).
+  double norm_squared(const Kernels& k);
+  double global_norm(const Kernels& k) { return std::sqrt(norm_squared(k)); }
   // zero >= 1: after the optimizer, every rank's updated slices go to every rank.
   void gather_params(float* params);
 

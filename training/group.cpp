@@ -7,31 +7,63 @@ namespace strata::train {
 using strata::DataType;
 using strata::ReduceOp;
 
-strata::Request Group::all_reduce_avg(float* buf, size_t n) {
-  if (!distributed()) return {};
-  return comm_.all_reduce_async(buf, buf, n, DataType::float32, ReduceOp::avg);
-}
-
-strata::Request Group::reduce_scatter_avg(const float* send, float* recv, size_t n) {
+strata::Request Group::all_reduce(const float* send, float* recv, size_t n, ReduceOp op) {
   if (!distributed()) {
     if (recv != send) std::memcpy(recv, send, n * sizeof(float));
     return {};
   }
-  return comm_.reduce_scatter_async(send, recv, n, DataType::float32, ReduceOp::avg);
+  return count(n, comm_.all_reduce_async(send, recv, n, DataType::float32, op));
 }
 
-strata::Request Group::all_gather(float* buf, size_t n) {
-  if (!distributed()) return {};
-  return comm_.all_gather_async(buf + rank_ * n, buf, n, DataType::float32);
+strata::Request Group::reduce_scatter(const float* send, float* recv, size_t n, ReduceOp op) {
+  if (!distributed()) {
+    if (recv != send) std::memcpy(recv, send, n * sizeof(float));
+    return {};
+  }
+  return count(n * size_, comm_.reduce_scatter_async(send, recv, n, DataType::float32, op));
+}
+
+strata::Request Group::all_gather(const float* send, float* recv, size_t n) {
+  if (!distributed()) {
+    if (recv != send) std::memcpy(recv, send, n * sizeof(float));
+    return {};
+  }
+  return count(n * size_, comm_.all_gather_async(send, recv, n, DataType::float32));
 }
 
 double Group::all_reduce_sum(double x) {
-  if (distributed()) comm_.all_reduce(&x, &x, 1, DataType::float64, ReduceOp::sum);
+  if (distributed()) {
+    comm_.all_reduce(&x, &x, 1, DataType::float64, ReduceOp::sum);
+    bytes_ += sizeof x;
+    ++calls_;
+  }
   return x;
+}
+
+strata::Request Group::send(const float* buf, size_t n, int peer) {
+  return count(n, comm_.send_async(buf, n, DataType::float32, peer));
+}
+
+strata::Request Group::recv(float* buf, size_t n, int peer) {
+  return comm_.recv_async(buf, n, DataType::float32, peer);
 }
 
 void Group::barrier() {
   if (distributed()) comm_.barrier();
+}
+
+Group Group::split(int color, int key) {
+  if (!distributed()) return Group();
+  strata::Comm c = comm_.split(color, key);
+  if (c.valid() && c.size() == 1) {
+    c.destroy();
+    return Group();
+  }
+  return c.valid() ? Group(c) : Group();
+}
+
+std::vector<strata::HierarchyLevel> Group::hierarchy() const {
+  return distributed() ? comm_.hierarchy() : std::vector<strata::HierarchyLevel>{};
 }
 
 void Group::destroy() {

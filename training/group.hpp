@@ -1,38 +1,70 @@
-// The data-parallel ranks: a Strata communicator under strata-run, or a single process
-// (no STRATA_RANK) where every collective is the identity. Collectives are on float32
-// and asynchronous; an empty Request (single process) counts as complete.
+// A group of ranks that the trainer communicates in (data-parallel, tensor-parallel, a
+// pipeline link, or the whole job): a Strata communicator, or one process (no
+// STRATA_RANK, or a group of one) where every collective is the identity. Collectives are
+// on float32; an empty Request (one process) counts as complete. Each group counts the
+// bytes of the calls it issues (the size of each collective's whole vector; for a send,
+// the message), which is how strata-train reports traffic per group.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <strata/strata.hpp>
+#include <vector>
 
 namespace strata::train {
 
 class Group {
  public:
-  Group() = default;  // single process
+  Group() = default;  // one process
   explicit Group(strata::Comm comm) : comm_(comm), rank_(comm.rank()), size_(comm.size()) {}
 
   int rank() const { return rank_; }
   int size() const { return size_; }
   bool distributed() const { return comm_.valid(); }
 
-  // In place, averaged over ranks.
-  strata::Request all_reduce_avg(float* buf, size_t n);
-  // send holds size()*n elements; this rank's averaged slice lands in recv (n elements;
+  // recv = send reduced over the ranks (in place when equal).
+  strata::Request all_reduce(const float* send, float* recv, size_t n, strata::ReduceOp op);
+  strata::Request all_reduce_avg(float* buf, size_t n) {
+    return all_reduce(buf, buf, n, strata::ReduceOp::avg);
+  }
+  // send holds size()*n elements; this rank's reduced slice lands in recv (n elements;
   // in place when recv == send + rank*n).
-  strata::Request reduce_scatter_avg(const float* send, float* recv, size_t n);
+  strata::Request reduce_scatter(const float* send, float* recv, size_t n, strata::ReduceOp op);
+  strata::Request reduce_scatter_avg(const float* send, float* recv, size_t n) {
+    return reduce_scatter(send, recv, n, strata::ReduceOp::avg);
+  }
+  // Every rank's n elements, in rank order, into recv (size()*n elements; in place when
+  // send == recv + rank*n).
+  strata::Request all_gather(const float* send, float* recv, size_t n);
   // In place: this rank's n elements at buf + rank*n go to every rank.
-  strata::Request all_gather(float* buf, size_t n);
+  strata::Request all_gather(float* buf, size_t n) { return all_gather(buf + rank_ * n, buf, n); }
   double all_reduce_sum(double x);
+  strata::Request send(const float* buf, size_t n, int peer);
+  strata::Request recv(float* buf, size_t n, int peer);
   void barrier();
+
+  // Collective over this group: ranks with the same color form a new group, ordered by
+  // key; color < 0 gives none (a one-process group). A group of one is kept as one
+  // process, with no communicator.
+  Group split(int color, int key);
+  // The hierarchy levels of this group's ranks (empty for one process).
+  std::vector<strata::HierarchyLevel> hierarchy() const;
+
+  uint64_t bytes() const { return bytes_; }  // issued since construction
+  uint64_t calls() const { return calls_; }
 
   void destroy();
 
  private:
+  strata::Request count(size_t elems, strata::Request r) {
+    bytes_ += elems * sizeof(float);
+    ++calls_;
+    return r;
+  }
   strata::Comm comm_;
   int rank_ = 0;
   int size_ = 1;
+  uint64_t bytes_ = 0, calls_ = 0;
 };
 
 }  // namespace strata::train

@@ -43,18 +43,33 @@ struct Kernels {
 
   void (*add_inplace)(float* y, const float* x, size_t n);  // y += x
 
-  // out[b,t] = wte[tokens[b,t]] + wpe[t]
-  void (*embed_forward)(float* out, const int* tokens, const float* wte, const float* wpe, int B,
-                        int T, int C);
-  // dwte[tokens] += dout, dwpe[t] += dout
-  void (*embed_backward)(float* dwte, float* dwpe, const float* dout, const int* tokens, int B,
-                         int T, int C);
+  // out[b,t] = wte[tokens[b,t] - vocab_start] + wpe[t]. wte holds vocabulary rows
+  // [vocab_start, vocab_start + vocab_rows) (a tensor-parallel piece); a token outside
+  // them adds nothing. wpe may be null (not added).
+  void (*embed_forward)(float* out, const int* tokens, const float* wte, int vocab_start,
+                        int vocab_rows, const float* wpe, int B, int T, int C);
+  // dwte[tokens - vocab_start] += dout for tokens in the piece, dwpe[t] += dout (dwpe may
+  // be null)
+  void (*embed_backward)(float* dwte, float* dwpe, const float* dout, const int* tokens,
+                         int vocab_start, int vocab_rows, int B, int T, int C);
 
-  // In place: logits[N,V] become softmax probabilities. With targets, losses[n] is the
-  // cross-entropy of row n and the mean is returned; without, returns 0.
-  float (*softmax_xent_forward)(float* logits, float* losses, const int* targets, int N, int V);
-  // In place: probs become dlogits = (probs - onehot(targets)) * scale.
-  void (*softmax_xent_backward)(float* probs, const int* targets, int N, int V, float scale);
+  // Softmax cross-entropy in three passes over logits[N,V], so that the vocabulary can be
+  // cut over tensor-parallel ranks (V columns each, starting at vocab_start) with a max
+  // and a sum over the ranks between the passes; on one rank they run back to back.
+  // maxes[n] = the largest logit of row n.
+  void (*softmax_max)(float* maxes, const float* logits, int N, int V);
+  // In place: logits become exp(logit - maxes[n]); sums[n] = their row sum and, with
+  // targets, sums[N + n] = the logit of targets[n] if this piece holds it, else 0.
+  void (*softmax_exp)(float* logits, float* sums, const float* maxes, const int* targets,
+                      int vocab_start, int N, int V);
+  // In place: probs = exp / sums[n]. With targets, losses[n] = log(sums[n]) + maxes[n] -
+  // sums[N + n] (log-sum-exp: exact for tiny probabilities) and the mean is returned;
+  // without, returns 0.
+  float (*softmax_xent_finish)(float* probs, float* losses, const float* sums, const float* maxes,
+                               bool targets, int N, int V);
+  // In place: probs become dlogits = (probs - onehot(targets - vocab_start)) * scale.
+  void (*softmax_xent_backward)(float* probs, const int* targets, int vocab_start, int N, int V,
+                                float scale);
 
   // Sum of squares, accumulated in double so the global norm does not depend on how the
   // buffer is split over ranks beyond rounding of the partial sums.

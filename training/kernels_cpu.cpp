@@ -207,58 +207,83 @@ void add_inplace(float* y, const float* x, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
-void embed_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T,
-                   int C) {
+void embed_forward(float* out, const int* tokens, const float* wte, int vocab_start, int vocab_rows,
+                   const float* wpe, int B, int T, int C) {
   for (int b = 0; b < B; ++b)
     for (int t = 0; t < T; ++t) {
       float* o = out + (static_cast<size_t>(b) * T + t) * C;
-      const float* e = wte + static_cast<size_t>(tokens[b * T + t]) * C;
-      const float* p = wpe + static_cast<size_t>(t) * C;
-      for (int i = 0; i < C; ++i) o[i] = e[i] + p[i];
+      const int row = tokens[b * T + t] - vocab_start;
+      const float* e = row >= 0 && row < vocab_rows ? wte + static_cast<size_t>(row) * C : nullptr;
+      const float* p = wpe ? wpe + static_cast<size_t>(t) * C : nullptr;
+      for (int i = 0; i < C; ++i) o[i] = (e ? e[i] : 0.0f) + (p ? p[i] : 0.0f);
     }
 }
 
-void embed_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T,
-                    int C) {
+void embed_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int vocab_start,
+                    int vocab_rows, int B, int T, int C) {
   for (int b = 0; b < B; ++b)
     for (int t = 0; t < T; ++t) {
       const float* d = dout + (static_cast<size_t>(b) * T + t) * C;
-      float* e = dwte + static_cast<size_t>(tokens[b * T + t]) * C;
-      float* p = dwpe + static_cast<size_t>(t) * C;
-      for (int i = 0; i < C; ++i) {
-        e[i] += d[i];
-        p[i] += d[i];
+      const int row = tokens[b * T + t] - vocab_start;
+      if (row >= 0 && row < vocab_rows) {
+        float* e = dwte + static_cast<size_t>(row) * C;
+        for (int i = 0; i < C; ++i) e[i] += d[i];
+      }
+      if (dwpe) {
+        float* p = dwpe + static_cast<size_t>(t) * C;
+        for (int i = 0; i < C; ++i) p[i] += d[i];
       }
     }
 }
 
-float softmax_xent_forward(float* logits, float* losses, const int* targets, int N, int V) {
-  double total = 0;
+void softmax_max(float* maxes, const float* logits, int N, int V) {
   for (int n = 0; n < N; ++n) {
-    float* row = logits + static_cast<size_t>(n) * V;
+    const float* row = logits + static_cast<size_t>(n) * V;
     float mx = row[0];
     for (int i = 1; i < V; ++i) mx = std::max(mx, row[i]);
-    // The loss from log-sum-exp of the logits rather than log(prob): exact for tiny probs.
-    float target_logit = targets ? row[targets[n]] : 0.0f;
+    maxes[n] = mx;
+  }
+}
+
+void softmax_exp(float* logits, float* sums, const float* maxes, const int* targets, int vocab_start,
+                 int N, int V) {
+  for (int n = 0; n < N; ++n) {
+    float* row = logits + static_cast<size_t>(n) * V;
+    if (targets) {
+      const int col = targets[n] - vocab_start;
+      sums[N + n] = col >= 0 && col < V ? row[col] : 0.0f;
+    }
+    const float mx = maxes[n];
     float sum = 0;
     for (int i = 0; i < V; ++i) {
       row[i] = std::exp(row[i] - mx);
       sum += row[i];
     }
-    float inv = 1.0f / sum;
+    sums[n] = sum;
+  }
+}
+
+float softmax_xent_finish(float* probs, float* losses, const float* sums, const float* maxes,
+                          bool targets, int N, int V) {
+  double total = 0;
+  for (int n = 0; n < N; ++n) {
+    float* row = probs + static_cast<size_t>(n) * V;
+    const float inv = 1.0f / sums[n];
     for (int i = 0; i < V; ++i) row[i] *= inv;
     if (targets) {
-      losses[n] = std::log(sum) + mx - target_logit;
+      losses[n] = std::log(sums[n]) + maxes[n] - sums[N + n];
       total += losses[n];
     }
   }
   return targets ? static_cast<float>(total / N) : 0.0f;
 }
 
-void softmax_xent_backward(float* probs, const int* targets, int N, int V, float scale) {
+void softmax_xent_backward(float* probs, const int* targets, int vocab_start, int N, int V,
+                           float scale) {
   for (int n = 0; n < N; ++n) {
     float* row = probs + static_cast<size_t>(n) * V;
-    row[targets[n]] -= 1.0f;
+    const int col = targets[n] - vocab_start;
+    if (col >= 0 && col < V) row[col] -= 1.0f;
     for (int i = 0; i < V; ++i) row[i] *= scale;
   }
 }
@@ -282,10 +307,11 @@ void adamw(float* p, const float* g, float* m, float* v, size_t n, float lr, flo
 }
 
 const Kernels kCpu{
-    "cpu (OpenBLAS)",     matmul_forward,        matmul_backward,    layernorm_forward,
-    layernorm_backward,   attention_forward,     attention_backward, gelu_forward,
-    gelu_backward,        add_inplace,           embed_forward,      embed_backward,
-    softmax_xent_forward, softmax_xent_backward, sum_squares,        adamw,
+    "cpu (OpenBLAS)",    matmul_forward,      matmul_backward,       layernorm_forward,
+    layernorm_backward,  attention_forward,   attention_backward,    gelu_forward,
+    gelu_backward,       add_inplace,         embed_forward,         embed_backward,
+    softmax_max,         softmax_exp,         softmax_xent_finish,   softmax_xent_backward,
+    sum_squares,         adamw,
 };
 
 }  // namespace

@@ -1,6 +1,6 @@
-// strata-train: trains the reference GPT on a text file, alone or data parallel under
-// strata-run. Rank 0 prints; every rank prints its parameter checksum at the end so that
-// a test (or a person) can see that the replicas agree.
+// strata-train: trains the reference GPT on a text file, alone or over tp x pp x dp ranks
+// under a launcher. Rank 0 prints; every rank prints its parameter checksum at the end so
+// that a test (or a person) can see that the replicas agree.
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,6 +20,8 @@
 #include "group.hpp"
 #include "kernels.hpp"
 #include "options.hpp"
+#include "parallel_groups.hpp"
+#include "traffic.hpp"
 #include "trainer.hpp"
 
 namespace st = strata::train;
@@ -82,13 +84,19 @@ int run(int argc, char** argv) {
   }
   if (!o.save.empty()) check_save_dir(o.save);
 
-  st::Group group = launched ? st::Group(strata::Comm::init_from_env()) : st::Group();
+  st::GridShape shape;
+  shape.size[st::kTp] = o.tp;
+  shape.size[st::kPp] = o.pp;
+  shape.size[st::kDp] = o.dp;
+  if (!o.layout.empty()) shape.order = st::parse_grid_order(o.layout);
+  st::ParallelGroups groups(launched ? st::Group(strata::Comm::init_from_env()) : st::Group(), shape,
+                            *st::parse_schedule(o.schedule) == st::Schedule::interleaved);
   const bool root = rank == 0;
   int threads = o.threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency() / world);
   st::set_blas_threads(threads);
 
-  st::Trainer trainer(o, group, data, st::cpu_kernels());
+  st::Trainer trainer(o, groups, data, st::cpu_kernels());
   if (ckpt) {
     trainer.load(*ckpt);
     if (root) {
@@ -114,6 +122,17 @@ int run(int argc, char** argv) {
         "per step | zero %d | %d BLAS threads per rank\n",
         data.path().c_str(), data.size(), data.train_size(), data.val_size(), o.batch, o.dp,
         o.batch / o.dp, o.batch * o.model.ctx, o.zero, threads);
+    if (world > 1) std::fputs(groups.grid().describe().c_str(), stdout);
+    if (o.tp > 1)
+      std::printf("tensor parallel: %d ranks, %d heads and %d vocabulary entries each%s\n", o.tp,
+                  o.model.heads / o.tp, o.model.vocab / o.tp,
+                  o.sequence_parallel ? ", sequence parallel (LayerNorm and residual on 1/tp of the rows)" : "");
+    if (o.pp > 1 || o.microbatches > 1)
+      std::printf("pipeline: %s schedule, %d microbatches of %d sequences | %s | bubble formula %.3f\n",
+                  o.schedule.c_str(), o.microbatches, o.batch / o.dp / o.microbatches,
+                  st::describe_stages(o.model.layers, o.pp, o.virtual_stages).c_str(),
+                  st::bubble_formula(*st::parse_schedule(o.schedule), o.pp, o.virtual_stages,
+                                     o.microbatches));
     std::printf("steps %d | lr %g, warmup %d, cosine to %g | wd %g | clip %g | seed %llu\n",
                 o.steps, o.lr, o.warmup, o.lr * 0.1, o.wd, o.clip,
                 static_cast<unsigned long long>(o.seed));
@@ -131,13 +150,23 @@ int run(int argc, char** argv) {
       std::printf("step %5d | val loss %.6f | %d batches | %.2f s\n", trainer.step(), last_val,
                   o.eval_batches, now_s() - t0);
   };
-  double last_loss = NAN, comm_wait = 0;
+  // The split of step time is averaged from the second step on when there is one: the
+  // first also allocates the microbatches' activations and warms the caches.
+  double last_loss = NAN, comm_wait = 0, idle = 0, busy = 0;
+  int timed = 0, timed_from = 0;
+  st::Traffic traffic{};
   while (trainer.step() < stop) {
     double t0 = now_s();
     st::StepResult r = trainer.train_step();
     double dt = now_s() - t0;
     last_loss = r.loss;
-    comm_wait += r.comm_wait_s;
+    if (trainer.step() > first || stop == first) {
+      if (timed++ == 0) timed_from = trainer.step();
+      comm_wait += r.comm_wait_s;
+      idle += r.idle_s;
+      busy += r.time_s;
+    }
+    for (size_t i = 0; i < traffic.size(); ++i) traffic[i] += static_cast<double>(r.bytes[i]);
     if (!std::isfinite(r.loss))
       throw st::TrainError("loss is " + std::to_string(r.loss) + " at step " +
                            std::to_string(trainer.step()) + "; try a smaller --lr");
@@ -146,7 +175,9 @@ int run(int argc, char** argv) {
       double avg = (now_s() - t_start) / (s - first + 1);
       std::printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %8.0f tok/s | %7.1f ms", s,
                   o.steps, r.loss, r.lr, r.grad_norm, tokens / dt, dt * 1e3);
-      if (o.dp > 1) std::printf(" (comm wait %.1f)", r.comm_wait_s * 1e3);
+      if (world > 1)
+        std::printf(" (compute %.1f, comm %.1f, idle %.1f)",
+                    (r.time_s - r.comm_wait_s - r.idle_s) * 1e3, r.comm_wait_s * 1e3, r.idle_s * 1e3);
       std::printf(" | ETA %s\n", duration_text(avg * (stop - s)).c_str());
     }
     if ((o.eval_every > 0 && s % o.eval_every == 0) || s == o.steps) do_eval();
@@ -162,8 +193,14 @@ int run(int argc, char** argv) {
                 trainer.step(), elapsed, ran > 0 ? elapsed / ran * 1e3 : 0.0,
                 ran > 0 ? tokens * ran / elapsed : 0.0, last_loss);
     if (!std::isnan(last_val)) std::printf(" | val loss %.6f", last_val);
-    if (o.dp > 1 && ran > 0) std::printf(" | comm wait %.1f ms/step", comm_wait / ran * 1e3);
+    if (world > 1 && timed > 0)
+      std::printf(" | per step from step %d: compute %.1f, comm %.1f, idle %.1f ms", timed_from,
+                  (busy - comm_wait - idle) / timed * 1e3, comm_wait / timed * 1e3, idle / timed * 1e3);
     std::printf("\n");
+    if (world > 1 && ran > 0) {
+      for (double& t : traffic) t /= ran;
+      std::fputs(st::traffic_report(o, lay, groups.coord(st::kPp), groups.dp_is_world(), traffic).c_str(), stdout);
+    }
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
     std::printf("peak RSS rank 0: %.1f MB", ru.ru_maxrss / 1024.0);
@@ -173,14 +210,21 @@ int run(int argc, char** argv) {
       std::printf("stopped at step %d of %d%s\n", trainer.step(), o.steps,
                   o.save.empty() ? "" : ("; continue with --resume " + o.save).c_str());
   }
-  if (root && o.sample_len > 0 && trainer.step() == o.steps) {
-    std::printf("sample (%d bytes):\n%s\n", o.sample_len,
-                printable(trainer.sample(o.sample_len, o.seed + trainer.step())).c_str());
+  if (o.sample_len > 0 && trainer.step() == o.steps) {
+    const std::string text = trainer.sample(o.sample_len, o.seed + trainer.step());  // collective
+    if (root) std::printf("sample (%d bytes):\n%s\n", o.sample_len, printable(text).c_str());
   }
-  std::printf("rank %d parameter checksum %016llx\n", rank,
+  std::printf("rank %d parameter checksum %016llx", rank,
               static_cast<unsigned long long>(trainer.param_checksum()));
+  if (groups.model_parallel())
+    std::printf(" | tp %d pp %d dp %d | replicated %016llx | peak activations %.2f MB (%d microbatches)"
+                " | idle %.1f%% of the step",
+                groups.coord(st::kTp), groups.coord(st::kPp), groups.coord(st::kDp),
+                static_cast<unsigned long long>(trainer.replicated_checksum()), trainer.activation_bytes() / 1e6,
+                trainer.microbatches_in_flight(), busy > 0 ? 100 * idle / busy : 0.0);
+  std::printf("\n");
   std::fflush(stdout);
-  group.destroy();
+  groups.destroy();
   return 0;
 }
 

@@ -36,16 +36,18 @@ std::string lpad(std::string s, size_t w) {
 
 std::string Trainer::memory_report() const {
   const double psi = static_cast<double>(layout_.num_params());
-  const int nd = group_.size(), z = o_.zero;
+  const int nd = o_.dp, z = o_.zero;
   const double params = params_.size() * sizeof(float);
   const double grads = sync_.grad_bytes();
   const double moments = opt_.state_bytes();
   const double f_grads = z == 2 ? 4 * psi / nd : 4 * psi;
   const double f_moments = z == 0 ? 8 * psi : 8 * psi / nd;
   const std::string total_formula = z == 0 ? "16Ψ" : z == 1 ? "(8+8/Nd)Ψ" : "(4+12/Nd)Ψ";
-  std::string out = "memory per rank, fp32 (Ψ = " + std::to_string(layout_.num_params()) +
-                    " parameters, Nd = " + std::to_string(nd) + ", zero " + std::to_string(z) +
-                    "):  allocated | ZeRO formula\n";
+  std::string held = std::to_string(layout_.num_params()) + " parameters";
+  if (groups_.model_parallel())
+    held += " on this rank, of " + std::to_string(layout_.model_params()) + " in the model";
+  std::string out = "memory per rank, fp32 (Ψ = " + held + ", Nd = " + std::to_string(nd) +
+                    ", zero " + std::to_string(z) + "):  allocated | ZeRO formula\n";
   auto row = [&](const std::string& what, double bytes, const std::string& formula, double f,
                  const std::string& note) {
     out += "  " + pad(what, 22) + lpad(mb(bytes), 10) + " | ";
@@ -61,8 +63,11 @@ std::string Trainer::memory_report() const {
   row("Adam moments m, v", moments, z == 0 ? "8Ψ" : "8Ψ/Nd", f_moments, "");
   row("master weights", 0, "", 0, "none: the fp32 parameters are the master copy");
   row("model states", params + grads + moments, total_formula, 4 * psi + f_grads + f_moments, "");
-  row("activations", model_->activation_bytes(), "", 0,
-      "batch " + std::to_string(local_batch_) + " x ctx " + std::to_string(o_.model.ctx) +
+  size_t acts = 0;
+  for (const auto& c : chunks_) acts += c->activation_bytes();
+  row("activations", static_cast<double>(acts), "", 0,
+      "per microbatch in flight: " + std::to_string(micro_batch_) + " x ctx " +
+          std::to_string(o_.model.ctx) + (o_.pp > 1 ? ", in every chunk of this stage" : "") +
           " (not sharded by ZeRO)");
   return out;
 }

@@ -12,144 +12,245 @@ void init_params(const ParamLayout& layout, float* params, uint64_t seed) {
   const ModelConfig& c = layout.config();
   std::memset(params, 0, layout.padded_size() * sizeof(float));
   const float std_proj = 0.02f / std::sqrt(2.0f * c.layers);
+  std::vector<float> whole;
   for (int id = 0; id < tensor_count(c); ++id) {
     const TensorInfo& t = layout.tensor(id);
-    float* p = params + t.offset;
-    if (!t.decay && t.name.ends_with(".weight")) {  // LayerNorm gain
-      for (size_t i = 0; i < t.size; ++i) p[i] = 1.0f;
+    if (!layout.holds(id)) continue;
+    whole.assign(t.full_size, 0.0f);  // biases stay zero
+    if (t.layernorm && t.name.ends_with(".weight")) {  // LayerNorm gain
+      whole.assign(t.full_size, 1.0f);
     } else if (t.decay) {  // matrices and embeddings
       bool proj = t.name.ends_with("c_proj.weight");
       float sd = proj ? std_proj : 0.02f;
       Rng rng(stream_seed(seed, 1000 + id));
-      for (size_t i = 0; i < t.size; ++i) p[i] = sd * rng.normal();
-    }  // biases stay zero
+      for (float& w : whole) w = sd * rng.normal();
+    }
+    layout.whole_to_piece(id, whole.data(), params + t.offset);
   }
 }
 
-Gpt::Gpt(const ParamLayout& layout, const float* params, const Kernels& k, int max_batch)
-    : layout_(layout), params_(params), k_(k), cfg_(layout.config()), max_batch_(max_batch) {
-  const size_t N = static_cast<size_t>(max_batch) * cfg_.ctx, C = cfg_.dim, V = cfg_.vocab;
-  const size_t att = static_cast<size_t>(max_batch) * cfg_.heads * cfg_.ctx * cfg_.ctx;
-  const size_t per_layer = N * C * 5 + N * 3 * C + N * 4 * C * 2 + N * 4 + att;
-  const size_t total = per_layer * cfg_.layers + N * C * 2 + N * 3 + N * V +     // forward
-                       N * C * 2 + N * 4 * C + N * 3 * C + cfg_.ctx * cfg_.ctx;  // scratch
-  acts_.assign(total, 0.0f);
-  float* p = acts_.data();
-  auto take = [&](size_t n) {
-    float* r = p;
-    p += n;
-    return r;
-  };
-  layers_.resize(cfg_.layers);
-  for (auto& l : layers_) {
-    l.ln1 = take(N * C);
-    l.ln1_mean = take(N);
-    l.ln1_rstd = take(N);
-    l.qkv = take(N * 3 * C);
-    l.att = take(att);
-    l.atty = take(N * C);
-    l.res2 = take(N * C);
-    l.ln2 = take(N * C);
-    l.ln2_mean = take(N);
-    l.ln2_rstd = take(N);
-    l.fch = take(N * 4 * C);
-    l.fch_gelu = take(N * 4 * C);
-    l.res3 = take(N * C);
+namespace {
+
+// Carves consecutive arrays out of one buffer: first counting (base null), then for real.
+struct Carver {
+  float* base;
+  size_t used = 0;
+  float* take(size_t n) {
+    float* p = base ? base + used : nullptr;
+    used += n;
+    return p;
   }
-  encoded_ = take(N * C);
-  lnf_ = take(N * C);
-  lnf_mean_ = take(N);
-  lnf_rstd_ = take(N);
-  probs_ = take(N * V);
-  losses_ = take(N);
-  dres_ = take(N * C);
-  dc_ = take(N * C);
-  d4c_ = take(N * 4 * C);
-  dqkv_ = take(N * 3 * C);
-  datt_ = take(static_cast<size_t>(cfg_.ctx) * cfg_.ctx);
-  if (p != acts_.data() + total) throw std::logic_error("activation layout mismatch");
+};
+
+}  // namespace
+
+Gpt::Gpt(const ParamLayout& layout, const Chunk& chunk, const float* params, const Kernels& k,
+         TensorParallel& tp, int max_batch)
+    : layout_(layout),
+      chunk_(chunk),
+      params_(params),
+      k_(k),
+      tp_(tp),
+      cfg_(layout.config()),
+      max_batch_(max_batch),
+      C_(cfg_.dim),
+      Cl_(cfg_.dim / tp.size()),
+      NHl_(cfg_.heads / tp.size()),
+      Vl_(cfg_.vocab / tp.size()),
+      vocab_start_(tp.rank() * (cfg_.vocab / tp.size())) {
+  const size_t N = static_cast<size_t>(max_batch) * cfg_.ctx, C = C_;
+  const size_t rows = tp.sequence_parallel() ? (N + tp.size() - 1) / tp.size() : N;
+  for (int pass = 0; pass < 2; ++pass) {
+    Carver s{pass ? scratch_.data() : nullptr};
+    partial_ = s.take(N * C);
+    dfull_ = s.take(tp.sequence_parallel() ? N * C : 0);
+    dln_ = s.take(rows * C);
+    d4c_ = s.take(N * 4 * Cl_);
+    dqkv_ = s.take(N * 3 * Cl_);
+    datty_ = s.take(N * Cl_);
+    datt_ = s.take(static_cast<size_t>(cfg_.ctx) * cfg_.ctx);
+    if (!pass) scratch_.assign(s.used, 0.0f);
+  }
 }
 
-float Gpt::forward(const int* tokens, const int* targets, int B, int T) {
+Gpt::~Gpt() = default;
+
+size_t Gpt::Activations::row_floats(int B_, int T_) const {
+  return static_cast<size_t>(tp->rows(B_ * T_)) * width;
+}
+
+// Lays out one microbatch's activations from `base` (nothing when null) and returns the
+// floats they take.
+size_t Gpt::carve(Activations& a, float* base) const {
+  const size_t N = static_cast<size_t>(max_batch_) * cfg_.ctx, C = C_;
+  const size_t rows = tp_.sequence_parallel() ? (N + tp_.size() - 1) / tp_.size() : N;
+  const size_t att = static_cast<size_t>(max_batch_) * NHl_ * cfg_.ctx * cfg_.ctx;
+  Carver s{base};
+  a.layers.resize(chunk_.end_layer - chunk_.first_layer);
+  a.x = s.take(rows * C);
+  for (auto& l : a.layers) {
+    l.ln1 = s.take(N * C);  // all rows: the input of the column-parallel qkv
+    l.ln1_mean = s.take(rows);
+    l.ln1_rstd = s.take(rows);
+    l.qkv = s.take(N * 3 * Cl_);
+    l.att = s.take(att);
+    l.atty = s.take(N * Cl_);
+    l.res2 = s.take(rows * C);
+    l.ln2 = s.take(N * C);
+    l.ln2_mean = s.take(rows);
+    l.ln2_rstd = s.take(rows);
+    l.fch = s.take(N * 4 * Cl_);
+    l.fch_gelu = s.take(N * 4 * Cl_);
+    l.res3 = s.take(rows * C);
+  }
+  const bool head = chunk_.head;
+  a.lnf = s.take(head ? N * C : 0);
+  a.lnf_mean = s.take(head ? rows : 0);
+  a.lnf_rstd = s.take(head ? rows : 0);
+  a.logits = s.take(head ? N * Vl_ : 0);
+  a.losses = s.take(head ? N : 0);
+  a.maxes = s.take(head ? N : 0);
+  a.sums = s.take(head ? 2 * N : 0);
+  a.dres = s.take(rows * C);
+  return s.used;
+}
+
+size_t Gpt::activation_bytes() const {
+  Activations a;
+  return carve(a, nullptr) * sizeof(float);
+}
+
+std::unique_ptr<Gpt::Activations> Gpt::make_activations() const {
+  auto a = std::make_unique<Activations>();
+  a->buf.assign(carve(*a, nullptr), 0.0f);
+  carve(*a, a->buf.data());
+  a->width = C_;
+  a->tp = &tp_;
+  return a;
+}
+
+float Gpt::forward(Activations& a, const int* tokens, const int* targets, int B, int T) {
   if (B < 1 || B > max_batch_ || T < 1 || T > cfg_.ctx)
     throw std::invalid_argument("forward: batch or length out of range");
-  const int N = B * T, C = cfg_.dim, V = cfg_.vocab, NH = cfg_.heads;
-  B_ = B;
-  T_ = T;
-  tokens_.assign(tokens, tokens + N);
-  have_targets_ = targets != nullptr;
-  if (targets) targets_.assign(targets, targets + N);
+  const int N = B * T, C = C_, Cl = Cl_;
+  if (tp_.sequence_parallel() && N % tp_.size())
+    throw std::invalid_argument("forward: rows do not divide over the sequence-parallel ranks");
+  const int rows = tp_.rows(N);
+  const size_t mine = static_cast<size_t>(tp_.first_row(N)) * C;  // this rank's rows
+  const bool rank0 = tp_.rank() == 0;  // adds the biases of row-parallel layers, once
+  a.B = B;
+  a.T = T;
+  a.tokens.assign(tokens, tokens + N);
+  a.have_targets = targets != nullptr;
+  if (targets) a.targets.assign(targets, targets + N);
 
-  k_.embed_forward(encoded_, tokens, param(tensor_wte()), param(tensor_wpe()), B, T, C);
-  const float* x = encoded_;
-  for (int li = 0; li < cfg_.layers; ++li) {
-    Layer& l = layers_[li];
-    k_.layernorm_forward(l.ln1, l.ln1_mean, l.ln1_rstd, x, lp(li, kLn1W), lp(li, kLn1B), N, C);
-    k_.matmul_forward(l.qkv, l.ln1, lp(li, kQkvW), lp(li, kQkvB), N, C, 3 * C);
-    k_.attention_forward(l.atty, l.att, l.qkv, B, T, C, NH);
-    k_.matmul_forward(l.res2, l.atty, lp(li, kAttProjW), lp(li, kAttProjB), N, C, C);
-    k_.add_inplace(l.res2, x, static_cast<size_t>(N) * C);
-    k_.layernorm_forward(l.ln2, l.ln2_mean, l.ln2_rstd, l.res2, lp(li, kLn2W), lp(li, kLn2B), N, C);
-    k_.matmul_forward(l.fch, l.ln2, lp(li, kFcW), lp(li, kFcB), N, C, 4 * C);
-    k_.gelu_forward(l.fch_gelu, l.fch, static_cast<size_t>(N) * 4 * C);
-    k_.matmul_forward(l.res3, l.fch_gelu, lp(li, kFcProjW), lp(li, kFcProjB), N, 4 * C, C);
-    k_.add_inplace(l.res3, l.res2, static_cast<size_t>(N) * C);
+  if (chunk_.embedding) {
+    // Each rank adds the embeddings of the tokens in its slice of the vocabulary (rank 0
+    // the positions too); their sum over the ranks is the embedding (g).
+    k_.embed_forward(partial_, tokens, param(tensor_wte()), vocab_start_, Vl_,
+                     rank0 ? param(tensor_wpe()) : nullptr, B, T, C);
+    tp_.reduce(partial_, a.x, N, C);
+  }
+  const float* x = a.x;
+  for (int li = chunk_.first_layer; li < chunk_.end_layer; ++li) {
+    Activations::Layer& l = a.layers[li - chunk_.first_layer];
+    // Attention: LayerNorm of this rank's rows, all rows gathered (f), qkv of this rank's
+    // heads (column-parallel), their output projected (row-parallel) and summed (g).
+    k_.layernorm_forward(l.ln1 + mine, l.ln1_mean, l.ln1_rstd, x, lp(li, kLn1W), lp(li, kLn1B), rows, C);
+    tp_.gather(l.ln1 + mine, l.ln1, N, C);
+    k_.matmul_forward(l.qkv, l.ln1, lp(li, kQkvW), lp(li, kQkvB), N, C, 3 * Cl);
+    k_.attention_forward(l.atty, l.att, l.qkv, B, T, Cl, NHl_);
+    k_.matmul_forward(partial_, l.atty, lp(li, kAttProjW), rank0 ? lp(li, kAttProjB) : nullptr, N,
+                      Cl, C);
+    tp_.reduce(partial_, l.res2, N, C);
+    k_.add_inplace(l.res2, x, static_cast<size_t>(rows) * C);
+    // MLP: the same shape, with this rank's 4C/T hidden units.
+    k_.layernorm_forward(l.ln2 + mine, l.ln2_mean, l.ln2_rstd, l.res2, lp(li, kLn2W), lp(li, kLn2B), rows, C);
+    tp_.gather(l.ln2 + mine, l.ln2, N, C);
+    k_.matmul_forward(l.fch, l.ln2, lp(li, kFcW), lp(li, kFcB), N, C, 4 * Cl);
+    k_.gelu_forward(l.fch_gelu, l.fch, static_cast<size_t>(N) * 4 * Cl);
+    k_.matmul_forward(partial_, l.fch_gelu, lp(li, kFcProjW), rank0 ? lp(li, kFcProjB) : nullptr,
+                      N, 4 * Cl, C);
+    tp_.reduce(partial_, l.res3, N, C);
+    k_.add_inplace(l.res3, l.res2, static_cast<size_t>(rows) * C);
     x = l.res3;
   }
-  k_.layernorm_forward(lnf_, lnf_mean_, lnf_rstd_, x, param(tensor_lnf_w(cfg_)),
-                       param(tensor_lnf_b(cfg_)), N, C);
-  // The head is tied: logits = lnf @ wte^T.
-  k_.matmul_forward(probs_, lnf_, param(tensor_wte()), nullptr, N, C, V);
-  return k_.softmax_xent_forward(probs_, losses_, targets, N, V);
+  if (!chunk_.head) return 0.0f;
+  // The head is tied, logits = lnf @ wte^T, each rank for its slice of the vocabulary;
+  // the softmax takes the max and the sums over all slices (vocabulary-parallel loss).
+  k_.layernorm_forward(a.lnf + mine, a.lnf_mean, a.lnf_rstd, x, param(tensor_lnf_w(cfg_)),
+                       param(tensor_lnf_b(cfg_)), rows, C);
+  tp_.gather(a.lnf + mine, a.lnf, N, C);
+  k_.matmul_forward(a.logits, a.lnf, param(tensor_wte()), nullptr, N, C, Vl_);
+  k_.softmax_max(a.maxes, a.logits, N, Vl_);
+  tp_.all_reduce(a.maxes, N, strata::ReduceOp::max);
+  k_.softmax_exp(a.logits, a.sums, a.maxes, targets, vocab_start_, N, Vl_);
+  tp_.all_reduce(a.sums, targets ? 2 * N : N, strata::ReduceOp::sum);
+  return k_.softmax_xent_finish(a.logits, a.losses, a.sums, a.maxes, targets != nullptr, N, Vl_);
 }
 
-void Gpt::backward(GradSink& sink) {
-  if (!have_targets_) throw std::logic_error("backward needs a forward with targets");
-  have_targets_ = false;  // probs are about to become dlogits
-  const int B = B_, T = T_, N = B * T, C = cfg_.dim, V = cfg_.vocab, NH = cfg_.heads;
-  const size_t NC = static_cast<size_t>(N) * C;
+void Gpt::backward(Activations& a, GradSink& sink, float loss_scale) {
+  if (!a.have_targets && chunk_.head) throw std::logic_error("backward needs a forward with targets");
+  a.have_targets = false;  // the probabilities are about to become dlogits
+  const int B = a.B, T = a.T, N = B * T, C = C_, Cl = Cl_;
+  const int rows = tp_.rows(N);
   auto g = [&](int layer, LayerTensor t) { return sink.grad(tensor_layer(layer, t)); };
+  float* dres = a.dres;  // the residual stream's gradient, this rank's rows
 
-  float* dlogits = probs_;
-  k_.softmax_xent_backward(dlogits, targets_.data(), N, V, 1.0f / N);
-  k_.matmul_backward(dc_, sink.grad(tensor_wte()), nullptr, dlogits, lnf_, param(tensor_wte()), N,
-                     C, V);
-  std::memset(dres_, 0, NC * sizeof(float));
-  const float* last = cfg_.layers ? layers_.back().res3 : encoded_;
-  k_.layernorm_backward(dres_, sink.grad(tensor_lnf_w(cfg_)), sink.grad(tensor_lnf_b(cfg_)), dc_,
-                        last, param(tensor_lnf_w(cfg_)), lnf_mean_, lnf_rstd_, N, C);
-  sink.ready_from(tensor_lnf_w(cfg_));
+  if (chunk_.head) {
+    float* dlogits = a.logits;
+    k_.softmax_xent_backward(dlogits, a.targets.data(), vocab_start_, N, Vl_, loss_scale / N);
+    k_.matmul_backward(partial_, sink.grad(tensor_wte()), nullptr, dlogits, a.lnf,
+                       param(tensor_wte()), N, C, Vl_);
+    tp_.reduce(partial_, dln_, N, C);  // f backward: every slice of the vocabulary contributes
+    std::memset(dres, 0, static_cast<size_t>(rows) * C * sizeof(float));
+    const float* last = a.output();
+    k_.layernorm_backward(dres, sink.grad(tensor_lnf_w(cfg_)), sink.grad(tensor_lnf_b(cfg_)), dln_,
+                          last, param(tensor_lnf_w(cfg_)), a.lnf_mean, a.lnf_rstd, rows, C);
+    sink.ready_from(tensor_lnf_w(cfg_));
+  }
 
-  // dres_ carries the residual stream's gradient down through the blocks: each sub-block
+  // dres carries the residual stream's gradient down through the blocks: each sub-block
   // adds its input gradient to it. Backward meets a block's tensors in exactly the reverse
   // of their storage order, so after each one the whole suffix from it on is final; saying
   // so at once lets its bucket's reduction start while the rest of backward runs.
-  for (int li = cfg_.layers - 1; li >= 0; --li) {
-    Layer& l = layers_[li];
-    const float* x = li == 0 ? encoded_ : layers_[li - 1].res3;
+  for (int li = chunk_.end_layer - 1; li >= chunk_.first_layer; --li) {
+    Activations::Layer& l = a.layers[li - chunk_.first_layer];
+    const float* x = li == chunk_.first_layer ? a.x : a.layers[li - chunk_.first_layer - 1].res3;
     auto done = [&](LayerTensor t) { sink.ready_from(tensor_layer(li, t)); };
-    k_.matmul_backward(d4c_, g(li, kFcProjW), g(li, kFcProjB), dres_, l.fch_gelu, lp(li, kFcProjW),
-                       N, 4 * C, C);
+    // MLP: all rows of the gradient (g backward), row-parallel c_proj, GELU,
+    // column-parallel c_fc, its input gradient summed over the ranks (f backward).
+    const float* dout = tp_.gather(dres, dfull_, N, C);
+    k_.matmul_backward(d4c_, g(li, kFcProjW), g(li, kFcProjB), dout, l.fch_gelu, lp(li, kFcProjW), N,
+                       4 * Cl, C);
     done(kFcProjW);
-    k_.gelu_backward(d4c_, l.fch, d4c_, static_cast<size_t>(N) * 4 * C);
-    k_.matmul_backward(dc_, g(li, kFcW), g(li, kFcB), d4c_, l.ln2, lp(li, kFcW), N, C, 4 * C);
+    k_.gelu_backward(d4c_, l.fch, d4c_, static_cast<size_t>(N) * 4 * Cl);
+    k_.matmul_backward(partial_, g(li, kFcW), g(li, kFcB), d4c_, l.ln2, lp(li, kFcW), N, C, 4 * Cl);
     done(kFcW);
-    k_.layernorm_backward(dres_, g(li, kLn2W), g(li, kLn2B), dc_, l.res2, lp(li, kLn2W), l.ln2_mean,
-                          l.ln2_rstd, N, C);
+    tp_.reduce(partial_, dln_, N, C);
+    k_.layernorm_backward(dres, g(li, kLn2W), g(li, kLn2B), dln_, l.res2, lp(li, kLn2W), l.ln2_mean,
+                          l.ln2_rstd, rows, C);
     done(kLn2W);
-    k_.matmul_backward(dc_, g(li, kAttProjW), g(li, kAttProjB), dres_, l.atty, lp(li, kAttProjW), N,
-                       C, C);
+    // Attention, the same way.
+    dout = tp_.gather(dres, dfull_, N, C);
+    k_.matmul_backward(datty_, g(li, kAttProjW), g(li, kAttProjB), dout, l.atty, lp(li, kAttProjW),
+                       N, Cl, C);
     done(kAttProjW);
-    k_.attention_backward(dqkv_, datt_, dc_, l.qkv, l.att, B, T, C, NH);
-    k_.matmul_backward(dc_, g(li, kQkvW), g(li, kQkvB), dqkv_, l.ln1, lp(li, kQkvW), N, C, 3 * C);
+    k_.attention_backward(dqkv_, datt_, datty_, l.qkv, l.att, B, T, Cl, NHl_);
+    k_.matmul_backward(partial_, g(li, kQkvW), g(li, kQkvB), dqkv_, l.ln1, lp(li, kQkvW), N, C,
+                       3 * Cl);
     done(kQkvW);
-    k_.layernorm_backward(dres_, g(li, kLn1W), g(li, kLn1B), dc_, x, lp(li, kLn1W), l.ln1_mean,
-                          l.ln1_rstd, N, C);
+    tp_.reduce(partial_, dln_, N, C);
+    k_.layernorm_backward(dres, g(li, kLn1W), g(li, kLn1B), dln_, x, lp(li, kLn1W), l.ln1_mean,
+                          l.ln1_rstd, rows, C);
     done(kLn1W);
   }
-  k_.embed_backward(sink.grad(tensor_wte()), sink.grad(tensor_wpe()), dres_, tokens_.data(), B, T,
-                    C);
-  sink.ready_from(0);
+  if (chunk_.embedding) {
+    const float* dout = tp_.gather(dres, dfull_, N, C);  // g backward
+    k_.embed_backward(sink.grad(tensor_wte()), sink.grad(tensor_wpe()), dout, a.tokens.data(),
+                      vocab_start_, Vl_, B, T, C);
+    sink.ready_from(0);
+  }
 }
 
 }  // namespace strata::train

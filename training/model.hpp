@@ -1,69 +1,107 @@
 // A GPT-2-style decoder with explicit forward and backward over one flat parameter buffer:
 // token + position embeddings, pre-LayerNorm blocks (causal multi-head attention, GELU
 // MLP, residual connections), a final LayerNorm and an output head tied to the token
-// embedding. Activations for backward are kept in one preallocated buffer.
+// embedding.
+//
+// One Gpt is one pipeline chunk (a run of layers, with the embedding on the first chunk
+// and the head on the last) on this rank's tensor-parallel piece of each tensor (Megatron:
+// attention by heads, the MLP by its hidden units, the vocabulary of wte and the head);
+// the serial model is the chunk of every layer on one rank. It runs one microbatch at a
+// time on an Activations, which holds what forward keeps for backward, so that a pipeline
+// can have several microbatches in flight.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "kernels.hpp"
 #include "layout.hpp"
+#include "tensor_parallel.hpp"
 
 namespace strata::train {
 
 // Whoever owns gradient memory. Backward asks for a tensor's gradient buffer (zeroed at
-// the start of each backward; backward accumulates into it) and says when a suffix of the
+// the start of each step; backward accumulates into it) and says when a suffix of the
 // tensors is final, which is when data parallelism may start reducing it.
 class GradSink {
  public:
   virtual ~GradSink() = default;
   virtual float* grad(int tensor) = 0;
-  // Every tensor with id >= `tensor` has its final gradient for this step.
+  // Every tensor with id >= `tensor` that this rank holds has its final gradient for
+  // this step (as far as this microbatch goes).
   virtual void ready_from(int tensor) = 0;
 };
 
 // GPT-2's initialisation: N(0, 0.02) matrices and embeddings, N(0, 0.02/sqrt(2L)) for the
 // projections into the residual stream, zero biases, LayerNorm weights one. Each tensor
-// draws from its own stream of `seed`, so the values do not depend on the layout.
+// is drawn whole from its own stream of `seed` and this rank keeps its piece, so the
+// values depend on neither the layout nor the tensor-parallel cut.
 void init_params(const ParamLayout& layout, float* params, uint64_t seed);
 
 class Gpt {
  public:
-  // Activations are sized for up to max_batch sequences of config().ctx tokens.
-  Gpt(const ParamLayout& layout, const float* params, const Kernels& k, int max_batch);
+  struct Activations;
 
-  // tokens/targets: [B, T], T <= ctx. Returns the mean cross-entropy when targets are given.
-  // Afterwards probs() holds the next-token distribution for every position.
-  float forward(const int* tokens, const int* targets, int B, int T);
-  // Gradient of the mean loss of the last forward (which must have had targets).
-  void backward(GradSink& sink);
+  // Scratch is sized for microbatches of up to max_batch sequences of ctx tokens.
+  Gpt(const ParamLayout& layout, const Chunk& chunk, const float* params, const Kernels& k,
+      TensorParallel& tp, int max_batch);
+  ~Gpt();
 
-  const float* probs() const { return probs_; }
-  size_t activation_bytes() const { return acts_.size() * sizeof(float); }
+  const Chunk& chunk() const { return chunk_; }
+  std::unique_ptr<Activations> make_activations() const;
+  size_t activation_bytes() const;  // of one microbatch
+
+  // One microbatch: tokens/targets [B, T], T <= ctx, the same on every tensor-parallel
+  // rank. A chunk without the embedding reads its input from a.input(). Returns the mean
+  // cross-entropy on the last chunk when targets are given (else 0); probs(a) then holds
+  // the next-token distribution over this rank's slice of the vocabulary.
+  float forward(Activations& a, const int* tokens, const int* targets, int B, int T);
+  // Backward of a's microbatch (forward must have had targets), the loss scaled by
+  // loss_scale. A chunk without the head starts from a.grad(), the gradient of its output;
+  // afterwards a.grad() holds the gradient of its input.
+  void backward(Activations& a, GradSink& sink, float loss_scale);
 
  private:
+  const float* param(int tensor) const { return params_ + layout_.tensor(tensor).offset; }
+  const float* lp(int layer, LayerTensor t) const { return param(tensor_layer(layer, t)); }
+  size_t carve(Activations& a, float* base) const;
+
+  const ParamLayout& layout_;
+  Chunk chunk_;
+  const float* params_;
+  const Kernels& k_;
+  TensorParallel& tp_;
+  ModelConfig cfg_;
+  int max_batch_;
+  int C_, Cl_, NHl_, Vl_, vocab_start_;  // widths, and this rank's share of each
+  // Scratch shared by all microbatches: a row-parallel layer's partial sums (forward) or
+  // a column-parallel layer's input gradient (backward), and backward's intermediates.
+  std::vector<float> scratch_;
+  float *partial_, *dfull_, *dln_, *d4c_, *dqkv_, *datty_, *datt_;
+};
+
+struct Gpt::Activations {
   struct Layer {
     float *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty, *res2;
     float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *res3;
   };
-  const float* param(int tensor) const { return params_ + layout_.tensor(tensor).offset; }
-  const float* lp(int layer, LayerTensor t) const { return param(tensor_layer(layer, t)); }
+  // The residual stream entering and leaving the chunk, and its gradient: this rank's
+  // rows (all of them, or its run under sequence parallelism), `row_floats` floats each.
+  float* input() { return x; }
+  const float* output() const { return layers.empty() ? x : layers.back().res3; }
+  float* grad() { return dres; }
+  size_t row_floats(int B, int T) const;
+  const float* probs() const { return logits; }
+  size_t bytes() const { return buf.size() * sizeof(float); }
 
-  const ParamLayout& layout_;
-  const float* params_;
-  const Kernels& k_;
-  ModelConfig cfg_;
-  int max_batch_;
-
-  std::vector<float> acts_;
-  std::vector<Layer> layers_;
-  float *encoded_, *lnf_, *lnf_mean_, *lnf_rstd_, *probs_, *losses_;
-  float *dres_, *dc_, *d4c_, *dqkv_, *datt_;  // backward scratch, reused by every layer
-
-  int B_ = 0, T_ = 0;
-  bool have_targets_ = false;
-  std::vector<int> tokens_, targets_;
+  std::vector<float> buf;
+  std::vector<Layer> layers;
+  float *x, *lnf, *lnf_mean, *lnf_rstd, *logits, *losses, *maxes, *sums, *dres;
+  std::vector<int> tokens, targets;
+  int B = 0, T = 0, width = 0;
+  bool have_targets = false;
+  const TensorParallel* tp = nullptr;
 };
 
 }  // namespace strata::train

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "errors.hpp"
+#include "pipeline_schedule.hpp"
+#include "rank_grid.hpp"
 
 namespace strata::train {
 namespace {
@@ -84,11 +86,30 @@ const std::vector<Flag>& flags() {
             &Options::batch, 1, kBig),
       whole("steps", "optimizer steps; the learning-rate schedule ends here (default 2000)",
             &Options::steps, 1, kBig),
-      whole("dp", "data-parallel ranks; must equal the job's rank count (default: that count)",
+      whole("dp", "data-parallel ranks; tp x pp x dp must equal the job's rank count (default: ranks / (tp x pp))",
             &Options::dp, 1, 65536),
       {"zero", "0|1|2",
        "0: all-reduce; 1: shard optimizer state; 2: also shard gradients (default 0)",
        whole("zero", "", &Options::zero, 0, 2).apply},
+      whole("tp", "tensor-parallel ranks (Megatron: heads, MLP, vocabulary) (default 1)",
+            &Options::tp, 1, 65536),
+      whole("pp", "pipeline stages (default 1)", &Options::pp, 1, 65536),
+      whole("microbatches", "microbatches per step (default 1, or --pp with a pipeline)",
+            &Options::microbatches, 1, kBig),
+      {"schedule", "NAME", "pipeline schedule: gpipe, 1f1b or interleaved (default 1f1b)",
+       [](Options& o, const std::string& v) {
+         if (!parse_schedule(v)) throw TrainError("--schedule needs gpipe, 1f1b or interleaved, got '" + v + "'");
+         o.schedule = v;
+       }},
+      whole("virtual-stages", "chunks per stage for --schedule interleaved (default 2)",
+            &Options::virtual_stages, 1, 1024),
+      {"sequence-parallel", "", "split LayerNorm and the residual stream over the --tp ranks",
+       [](Options& o, const std::string&) { o.sequence_parallel = true; }},
+      {"layout", "ORDER", "rank order of tp, pp, dp, innermost first (default tp,pp,dp: tp inside a node)",
+       [](Options& o, const std::string& v) {
+         parse_grid_order(v);
+         o.layout = v;
+       }},
       real("lr", "peak learning rate (default 1e-3)", &Options::lr, 10),
       whole("warmup", "linear warmup steps before the cosine decay (default 100)", &Options::warmup,
             0, kBig),
@@ -187,14 +208,24 @@ Options parse_options(int argc, const char* const* argv) {
 }
 
 void validate_options(Options& o, int world, bool launched) {
-  if (o.dp == 0) o.dp = world;
-  if (o.dp != world) {
+  const std::string n = std::to_string(world);
+  const int mp = o.tp * o.pp;
+  const std::string grid = "--tp " + std::to_string(o.tp) + " x --pp " + std::to_string(o.pp);
+  if (o.dp == 0) {
+    if (world % mp != 0)
+      throw TrainError(grid + " = " + std::to_string(mp) + " does not divide the job's " + n + " ranks");
+    o.dp = world / mp;
+  }
+  const int need = mp * o.dp;
+  const std::string asked =
+      mp > 1 ? grid + " x --dp " + std::to_string(o.dp) + " = " + std::to_string(need) + " ranks"
+             : "--dp " + std::to_string(o.dp);
+  if (need != world) {
     if (!launched)
-      throw TrainError("--dp " + std::to_string(o.dp) +
-                       " needs that many ranks: start it with strata-run -n " +
-                       std::to_string(o.dp) + " (no STRATA_RANK here, so this is one process)");
-    throw TrainError("--dp " + std::to_string(o.dp) + " but the job has " + std::to_string(world) +
-                     " ranks; start it with strata-run -n " + std::to_string(o.dp));
+      throw TrainError(asked + " needs that many ranks: start it with strata-run -n " +
+                       std::to_string(need) + " (no STRATA_RANK here, so this is one process)");
+    throw TrainError(asked + " but the job has " + n + " ranks; start it with strata-run -n " +
+                     std::to_string(need));
   }
   if (o.batch % o.dp != 0)
     throw TrainError("--batch " + std::to_string(o.batch) + " does not divide evenly over " +
@@ -203,6 +234,42 @@ void validate_options(Options& o, int world, bool launched) {
   if (o.model.dim % o.model.heads != 0)
     throw TrainError("--heads " + std::to_string(o.model.heads) + " does not divide --dim " +
                      std::to_string(o.model.dim));
+  if (o.model.heads % o.tp != 0)
+    throw TrainError("--tp " + std::to_string(o.tp) + " does not divide --heads " +
+                     std::to_string(o.model.heads) + ": each tensor-parallel rank takes whole heads");
+  if (o.model.vocab % o.tp != 0)
+    throw TrainError("--tp " + std::to_string(o.tp) + " does not divide the vocabulary of " +
+                     std::to_string(o.model.vocab));
+  const Schedule schedule = *parse_schedule(o.schedule);
+  const bool interleaved = schedule == Schedule::interleaved;
+  if (o.virtual_stages == 0) o.virtual_stages = interleaved ? 2 : 1;
+  if (interleaved && (o.pp < 2 || o.virtual_stages < 2))
+    throw TrainError("--schedule interleaved needs --pp 2 or more and --virtual-stages 2 or more");
+  if (!interleaved && o.virtual_stages != 1)
+    throw TrainError("--virtual-stages " + std::to_string(o.virtual_stages) +
+                     " needs --schedule interleaved");
+  const int stages = o.pp * o.virtual_stages;
+  if (o.model.layers < stages)
+    throw TrainError("--layers " + std::to_string(o.model.layers) + " is fewer than the " +
+                     std::to_string(stages) + " pipeline stages (--pp " + std::to_string(o.pp) +
+                     " x " + std::to_string(o.virtual_stages) + " virtual stages): each needs a layer");
+  if (o.microbatches == 0) o.microbatches = o.pp;
+  const int per_dp = o.batch / o.dp;
+  if (per_dp % o.microbatches != 0)
+    throw TrainError("--microbatches " + std::to_string(o.microbatches) + " does not divide the " +
+                     std::to_string(per_dp) + " sequences of each data-parallel rank (--batch " +
+                     std::to_string(o.batch) + " / --dp " + std::to_string(o.dp) + ")");
+  if (interleaved && o.microbatches % o.pp != 0)
+    throw TrainError("--schedule interleaved runs microbatches in groups of --pp " +
+                     std::to_string(o.pp) + ": --microbatches " + std::to_string(o.microbatches) +
+                     " is not a multiple of it");
+  if (o.sequence_parallel) {
+    if (o.tp < 2) throw TrainError("--sequence-parallel needs --tp 2 or more");
+    const int rows = per_dp / o.microbatches * o.model.ctx;
+    if (rows % o.tp != 0)
+      throw TrainError("--sequence-parallel: a microbatch's " + std::to_string(rows) +
+                       " token rows do not divide over --tp " + std::to_string(o.tp));
+  }
   if (o.save_every > 0 && o.save.empty()) throw TrainError("--save-every needs --save DIR");
   if (o.stop_at > o.steps)
     throw TrainError("--stop-at " + std::to_string(o.stop_at) + " is beyond --steps " +
@@ -212,7 +279,7 @@ void validate_options(Options& o, int world, bool launched) {
 std::string usage_text() {
   std::string s =
       "usage: strata-train [options]\n"
-      "       strata-run -n N strata-train [options]     (data parallel over N ranks)\n"
+      "       strata-run -n N strata-train [options]     (N = tp x pp x dp ranks)\n"
       "\n"
       "Trains a byte-level GPT-2-style model on a text file and prints a line per step.\n"
       "\n";

@@ -2,7 +2,6 @@
 // trainer_state.cpp, the memory report in memory_report.cpp.
 #include "trainer.hpp"
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -12,60 +11,96 @@
 namespace strata::train {
 namespace {
 
-size_t bucket_elems(double mb) {
-  double e = mb * 1e6 / sizeof(float);
-  return e < 1 ? 1 : static_cast<size_t>(e);
-}
+Schedule schedule_of(const Options& o) { return *parse_schedule(o.schedule); }
 
 }  // namespace
 
-Trainer::Trainer(const Options& o, Group& group, const TextData& data, const Kernels& k)
+size_t bucket_elems(const Options& o) {
+  double e = o.bucket_mb * 1e6 / sizeof(float);
+  return e < 1 ? 1 : static_cast<size_t>(e);
+}
+
+ModelPartition partition_of(const Options& o, int tp_rank, int stage) {
+  return {o.tp, tp_rank, stage_chunks(o.model.layers, o.pp, o.virtual_stages, stage)};
+}
+
+Trainer::Trainer(const Options& o, ParallelGroups& groups, const TextData& data, const Kernels& k)
     : o_(o),
-      group_(group),
+      groups_(groups),
       data_(data),
       k_(k),
-      local_batch_(o.batch / group.size()),
-      layout_(o.model, group.size(), bucket_elems(o.bucket_mb)),
+      local_batch_(o.batch / o.dp),
+      micro_batch_(local_batch_ / o.microbatches),
+      tp_(groups.tp(), o.sequence_parallel, clock_),
+      layout_(o.model, partition_of(o, groups.coord(kTp), groups.coord(kPp)), o.dp,
+              bucket_elems(o)),
       params_(layout_.padded_size()),
-      sync_(group, layout_, o.zero),
+      sync_(groups.dp(), layout_, o.zero),
+      grads_(sync_, layout_, tp_, groups.embedding(), clock_),
       opt_(AdamWConfig{o.lr, 0.9f, 0.95f, 1e-8f, o.wd}, sync_.state_size()),
       schedule_{o.lr, o.warmup, o.steps, 0.1f},
       sampler_(o.seed),
       inputs_(static_cast<size_t>(local_batch_) * o.model.ctx),
       targets_(inputs_.size()) {
   init_params(layout_, params_.data(), o.seed);
-  model_ = std::make_unique<Gpt>(layout_, params_.data(), k_, local_batch_);
+  std::vector<Gpt*> chunks;
+  for (const Chunk& c : layout_.partition().chunks) {
+    chunks_.push_back(std::make_unique<Gpt>(layout_, c, params_.data(), k_, tp_, micro_batch_));
+    chunks.push_back(chunks_.back().get());
+  }
+  pipe_ = std::make_unique<Pipeline>(
+      chunks, groups.links(),
+      Pipeline::Shape{schedule_of(o), o.pp, o.virtual_stages, o.microbatches, groups.coord(kPp)},
+      clock_);
   size_t off = 0;
   for (const auto& t : layout_.tensors()) {
     canonical_offset_.push_back(off);
-    off += t.size;
+    off += t.full_size;
   }
 }
 
+Trainer::~Trainer() = default;
+
+bool Trainer::reports_loss() const {
+  return groups_.coord(kPp) == o_.pp - 1 && groups_.coord(kTp) == 0;
+}
+
 StepResult Trainer::train_step() {
+  const double t_start = StepClock::now();
+  const auto bytes_before = groups_.bytes();
   const int T = o_.model.ctx;
-  sampler_.next(data_, o_.batch, T, group_.rank(), group_.size(), inputs_.data(), targets_.data());
+  clock_.reset();
+  sampler_.next(data_, o_.batch, T, groups_.coord(kDp), o_.dp, inputs_.data(), targets_.data());
   sync_.begin_step();
-  loss_ = model_->forward(inputs_.data(), targets_.data(), local_batch_, T);
-  // Queued ahead of the gradient buckets; it completes while backward runs. (A member, not
-  // a local: the reduction writes to it from the communicator's thread.)
-  strata::Request loss_req = group_.all_reduce_avg(&loss_, 1);
-  model_->backward(sync_);
-  // From here on, time spent is communication that backward did not hide.
-  auto t0 = std::chrono::steady_clock::now();
-  sync_.finish();
-  loss_req.wait();
+  grads_.begin_step();
+  const double loss_sum = pipe_->train(inputs_.data(), targets_.data(), micro_batch_, T, grads_);
+  // The mean loss reaches every rank from the ranks that compute it (one per data-parallel
+  // replica). A member, not a local: the reduction writes to it from the communicator's
+  // thread.
+  loss_ = reports_loss() ? static_cast<float>(loss_sum / o_.microbatches / o_.dp) : 0.0f;
+  strata::Request loss_req = groups_.world().all_reduce(&loss_, &loss_, 1, strata::ReduceOp::sum);
   StepResult r;
+  // From here on, time spent is communication that backward did not hide.
+  clock_.comm([&] {
+    sync_.finish();
+    loss_req.wait();
+    double sq = sync_.norm_squared(k_);
+    // Each model-parallel rank holds different tensors: their sums add up (once per
+    // data-parallel replica, which norm_squared has already summed over).
+    if (groups_.model_parallel())
+      sq = groups_.world().all_reduce_sum(groups_.coord(kDp) == 0 ? sq : 0.0);
+    r.grad_norm = std::sqrt(sq);
+  });
   r.loss = loss_;
-  r.grad_norm = sync_.global_norm(k_);
-  auto t1 = std::chrono::steady_clock::now();
   r.lr = schedule_.at(step_ + 1);
   opt_.step(k_, sync_.segments(), params_.data(), sync_.grads(), step_ + 1, r.lr,
             clip_scale(r.grad_norm, o_.clip));
-  auto t2 = std::chrono::steady_clock::now();
-  sync_.gather_params(params_.data());
-  r.comm_wait_s =
-      std::chrono::duration<double>(t1 - t0 + std::chrono::steady_clock::now() - t2).count();
+  clock_.comm([&] { sync_.gather_params(params_.data()); });
+  r.time_s = StepClock::now() - t_start;
+  r.comm_wait_s = clock_.comm_s();
+  r.idle_s = clock_.idle_s();
+  const auto bytes_after = groups_.bytes();
+  for (size_t i = 0; i < r.bytes.size(); ++i) r.bytes[i] = bytes_after[i] - bytes_before[i];
   ++step_;
   return r;
 }
@@ -74,15 +109,42 @@ double Trainer::evaluate() {
   const int T = o_.model.ctx;
   double sum = 0;
   for (int i = 0; i < o_.eval_batches; ++i) {
-    val_batch(data_, i, o_.batch, T, group_.rank(), group_.size(), inputs_.data(), targets_.data());
-    sum += model_->forward(inputs_.data(), targets_.data(), local_batch_, T);
+    val_batch(data_, i, o_.batch, T, groups_.coord(kDp), o_.dp, inputs_.data(), targets_.data());
+    sum += pipe_->evaluate(inputs_.data(), targets_.data(), micro_batch_, T);
   }
-  float mean = o_.eval_batches ? static_cast<float>(sum / o_.eval_batches) : 0.0f;
-  group_.all_reduce_avg(&mean, 1).wait();
+  float mean = o_.eval_batches && reports_loss()
+                   ? static_cast<float>(sum / o_.eval_batches / o_.microbatches / o_.dp)
+                   : 0.0f;
+  groups_.world().all_reduce(&mean, &mean, 1, strata::ReduceOp::sum).wait();
   return mean;
 }
 
 std::string Trainer::sample(int len, uint64_t seed) {
+  const bool root = groups_.world().rank() == 0;
+  // The whole model on rank 0: its own, or gathered from the model-parallel ranks.
+  std::unique_ptr<ParamLayout> whole;
+  std::vector<float> gathered;
+  Group one;
+  StepClock unused;
+  TensorParallel alone(one, false, unused);
+  std::unique_ptr<Gpt> owned;
+  Gpt* model = chunks_[0].get();
+  if (groups_.model_parallel()) {
+    if (root) {
+      whole = std::make_unique<ParamLayout>(o_.model, 1, bucket_elems(o_));
+      gathered.assign(whole->padded_size(), 0.0f);
+    }
+    gather_whole(Section::params, [&](int id, const float* t) {
+      std::memcpy(gathered.data() + whole->tensor(id).offset, t, whole->tensor(id).size * sizeof(float));
+    });
+    if (root) {
+      owned = std::make_unique<Gpt>(*whole, ModelPartition::whole(o_.model).chunks[0], gathered.data(),
+                                    k_, alone, 1);
+      model = owned.get();
+    }
+  }
+  if (!root) return "";
+  auto acts = model->make_activations();
   const int T = o_.model.ctx, V = o_.model.vocab;
   Rng rng(stream_seed(seed, 0x5a3b1e));
   std::vector<int> ctx{'\n'};
@@ -90,8 +152,8 @@ std::string Trainer::sample(int len, uint64_t seed) {
   for (int i = 0; i < len; ++i) {
     int n = static_cast<int>(std::min<size_t>(ctx.size(), T));
     const int* window = ctx.data() + ctx.size() - n;
-    model_->forward(window, nullptr, 1, n);
-    const float* p = model_->probs() + static_cast<size_t>(n - 1) * V;
+    model->forward(*acts, window, nullptr, 1, n);
+    const float* p = acts->probs() + static_cast<size_t>(n - 1) * V;
     double u = rng.uniform(), acc = 0;
     int next = V - 1;
     for (int v = 0; v < V; ++v) {
@@ -111,6 +173,13 @@ uint64_t Trainer::param_checksum() const {
   uint64_t h = fnv1a(nullptr, 0);
   for (const auto& t : layout_.tensors())
     h = fnv1a(params_.data() + t.offset, t.size * sizeof(float), h);
+  return h;
+}
+
+uint64_t Trainer::replicated_checksum() const {
+  uint64_t h = fnv1a(nullptr, 0);
+  for (const auto& t : layout_.tensors())
+    if (t.split == Split::none) h = fnv1a(params_.data() + t.offset, t.size * sizeof(float), h);
   return h;
 }
 

@@ -1,9 +1,12 @@
-// One training run on this rank: the parameters, the model, gradient synchronisation, the
-// optimizer and the data position, and the operations main strings together (step,
-// evaluate, sample, save, load).
+// One training run on this rank: its part of the parameters (its pipeline chunks, its
+// tensor-parallel piece of each), the model chunks and the pipeline that runs them,
+// gradient synchronisation over the data-parallel ranks, the optimizer and the data
+// position, and the operations main strings together (step, evaluate, sample, save, load).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,12 +14,16 @@
 #include "checkpoint.hpp"
 #include "data.hpp"
 #include "grad_sync.hpp"
-#include "group.hpp"
 #include "kernels.hpp"
 #include "layout.hpp"
 #include "model.hpp"
 #include "optimizer.hpp"
 #include "options.hpp"
+#include "parallel_groups.hpp"
+#include "pipeline.hpp"
+#include "step_clock.hpp"
+#include "step_grads.hpp"
+#include "tensor_parallel.hpp"
 
 namespace strata::train {
 
@@ -24,47 +31,70 @@ struct StepResult {
   double loss;  // mean over the global batch
   double grad_norm;
   float lr;
-  double comm_wait_s;  // waiting for reductions and the all-gather (not hidden by backward)
+  double time_s;       // the whole step on this rank
+  double comm_wait_s;  // exposed communication (StepClock), and waiting for reductions
+  double idle_s;       // waiting for a pipeline neighbour
+  std::array<uint64_t, ParallelGroups::kTrafficKinds> bytes;  // issued in this step, per group
 };
 
 class Trainer {
  public:
-  Trainer(const Options& o, Group& group, const TextData& data, const Kernels& k);
+  Trainer(const Options& o, ParallelGroups& groups, const TextData& data, const Kernels& k);
+  ~Trainer();
 
   int step() const { return step_; }  // optimizer steps completed
   StepResult train_step();
-  double evaluate();                           // collective: mean validation loss
-  std::string sample(int len, uint64_t seed);  // local: text from this rank's model
+  double evaluate();  // collective: mean validation loss
+  // Collective: text from the model, on rank 0 ("" elsewhere). Under model parallelism
+  // the whole parameters are gathered to rank 0 first.
+  std::string sample(int len, uint64_t seed);
 
   void save(const std::string& dir);  // collective; rank 0 writes
   // Throws TrainError when the checkpoint's model does not match this one.
   void load(const CheckpointReader& r);
 
   const ParamLayout& layout() const { return layout_; }
-  uint64_t param_checksum() const;  // over the canonical parameters
+  uint64_t param_checksum() const;       // over this rank's parameters
+  uint64_t replicated_checksum() const;  // over its tensor-parallel replicated tensors
   std::string memory_report() const;
   int staging_peak() const { return sync_.staging_peak(); }
+  size_t activation_bytes() const { return pipe_->peak_activation_bytes(); }
+  int microbatches_in_flight() const { return pipe_->peak_in_flight(); }
 
  private:
+  // Calls emit(id, whole tensor) on rank 0 for every tensor of the model in canonical
+  // order, `s` of it (parameters or a moment), each piece sent by the rank that holds it.
+  void gather_whole(Section s, const std::function<void(int, const float*)>& emit);
+  bool reports_loss() const;  // the rank whose loss counts: last stage, tensor-parallel rank 0
+
   const Options& o_;
-  Group& group_;
+  ParallelGroups& groups_;
   const TextData& data_;
   const Kernels& k_;
-  int local_batch_;
+  int local_batch_, micro_batch_;
+  StepClock clock_;
+  TensorParallel tp_;
   ParamLayout layout_;
   std::vector<float> params_;
-  std::unique_ptr<Gpt> model_;
+  std::vector<std::unique_ptr<Gpt>> chunks_;
   GradSync sync_;
+  StepGrads grads_;
+  std::unique_ptr<Pipeline> pipe_;
   AdamW opt_;
   LrSchedule schedule_;
   BatchSampler sampler_;
   std::vector<int> inputs_, targets_;
-  std::vector<size_t> canonical_offset_;  // per tensor
+  std::vector<size_t> canonical_offset_;  // per tensor, in the whole model
   int step_ = 0;
   float loss_ = 0;
 };
 
 // Throws TrainError when a checkpoint was written for a different model.
 void check_checkpoint_matches(const CheckpointHeader& h, const Options& o);
+
+// Gradient bucket size in elements (--bucket-mb).
+size_t bucket_elems(const Options& o);
+// What this rank holds: its tensor-parallel piece of the chunks of its pipeline stage.
+ModelPartition partition_of(const Options& o, int tp_rank, int stage);
 
 }  // namespace strata::train

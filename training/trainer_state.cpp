@@ -1,6 +1,8 @@
-// Trainer::save and Trainer::load: how this rank's (possibly sharded) state maps onto the
-// canonical checkpoint file, one bucket at a time so that no rank ever holds more than its
-// shard plus one bucket of the optimizer state.
+// Trainer::save and Trainer::load: how this rank's state -- its pipeline stage's tensors,
+// its tensor-parallel piece of each, and under ZeRO its slices of the optimizer state --
+// maps onto the canonical checkpoint file, which holds the whole model and so loads under
+// any layout. Rank 0 writes one whole tensor at a time, assembled from the pieces the
+// other ranks send it; no rank holds more than its own state plus one tensor.
 #include <cstring>
 #include <memory>
 
@@ -8,39 +10,94 @@
 #include "trainer.hpp"
 
 namespace strata::train {
+namespace {
+
+// The segments of `t` among `segs` (which are in buffer order).
+std::vector<Segment> of_tensor(const std::vector<Segment>& segs, const TensorInfo& t) {
+  std::vector<Segment> out;
+  for (const Segment& s : segs)
+    if (s.param >= t.offset && s.param < t.offset + t.size) out.push_back(s);
+  return out;
+}
+
+}  // namespace
+
+void Trainer::gather_whole(Section s, const std::function<void(int, const float*)>& emit) {
+  Group& world = groups_.world();
+  const RankGrid& grid = groups_.grid();
+  const bool root = world.rank() == 0;
+  const int T = o_.tp, P = o_.pp, D = o_.dp;
+  const float* src = s == Section::params ? params_.data()
+                     : s == Section::adam_m ? opt_.m().data()
+                                            : opt_.v().data();
+  // What a data-parallel rank sends of its tensors: the parameters and unsharded moments
+  // from rank 0, sharded moments from every rank (its slices). The state offset indexes
+  // `src` in every case (for parameters it is the flat offset).
+  auto sends = [&](const ParamLayout& l, int dp_rank) -> std::vector<Segment> {
+    if (s == Section::params || o_.zero == 0) return dp_rank == 0 ? l.all_segments() : std::vector<Segment>{};
+    return l.shard_segments(dp_rank, false);
+  };
+  // Rank 0 knows every rank's layout, since layouts follow from the options alone.
+  std::vector<std::unique_ptr<ParamLayout>> layouts;
+  std::vector<std::vector<std::vector<Segment>>> segments;  // [tp * P + stage][dp rank]
+  if (root) {
+    for (int t = 0; t < T; ++t)
+      for (int p = 0; p < P; ++p) {
+        layouts.push_back(
+            std::make_unique<ParamLayout>(o_.model, partition_of(o_, t, p), D, bucket_elems(o_)));
+        segments.emplace_back();
+        for (int d = 0; d < D; ++d) segments.back().push_back(sends(*layouts.back(), d));
+      }
+  }
+  const std::vector<Segment> mine = sends(layout_, groups_.coord(kDp));
+  std::vector<strata::Request> pending;
+  std::vector<float> whole, piece;
+  // The stage that holds each tensor (the tied wte: the first, whose copy is the embedding).
+  std::vector<int> owners(tensor_count(o_.model), -1);
+  for (int p = P - 1; p >= 0; --p) {
+    ParamLayout stage(o_.model, partition_of(o_, 0, p), 1, bucket_elems(o_));
+    for (int id = 0; id < tensor_count(o_.model); ++id)
+      if (stage.holds(id)) owners[id] = p;
+  }
+  for (int id = 0; id < tensor_count(o_.model); ++id) {
+    const int owner = owners[id];
+    const TensorInfo& info = layout_.tensor(id);
+    if (root) whole.assign(info.full_size, 0.0f);
+    for (int t = 0; t < T; ++t) {
+      const ParamLayout* l = root ? layouts[t * P + owner].get() : nullptr;
+      if (root) piece.assign(l->tensor(id).size, 0.0f);
+      for (int d = 0; d < D; ++d) {
+        const int sender = grid.rank_at(t, owner, d);
+        if (sender == world.rank()) {
+          for (const Segment& g : of_tensor(mine, info)) {
+            if (root)
+              std::memcpy(piece.data() + (g.param - info.offset), src + g.state, g.len * sizeof(float));
+            else
+              pending.push_back(world.send(src + g.state, g.len, 0));
+          }
+        } else if (root) {
+          const TensorInfo& there = l->tensor(id);
+          for (const Segment& g : of_tensor(segments[t * P + owner][d], there))
+            world.recv(piece.data() + (g.param - there.offset), g.len, sender).wait();
+        }
+      }
+      if (root)
+        for (const ShardRun& run : shard_runs(l->tensor(id), T, t))
+          std::memcpy(whole.data() + run.whole, piece.data() + run.local, run.len * sizeof(float));
+    }
+    if (root) emit(id, whole.data());
+  }
+  for (auto& r : pending) r.wait();
+}
 
 void Trainer::save(const std::string& dir) {
-  const bool root = group_.rank() == 0;
+  const bool root = groups_.world().rank() == 0;
   std::unique_ptr<CheckpointWriter> w;
   if (root) w = std::make_unique<CheckpointWriter>(dir);
-  // Each bucket in turn: the parameters are whole on every rank; sharded moments are
-  // gathered one bucket at a time so no rank ever holds all of them.
-  std::vector<float> bucket(layout_.max_bucket());
-  std::vector<float> canon;
-  auto emit = [&](const Bucket& b, const float* full) {
-    if (!root) return;
-    canon.clear();
-    for (int id = b.first_tensor; id < b.end_tensor; ++id) {
-      const TensorInfo& t = layout_.tensor(id);
-      const float* src = full + (t.offset - b.offset);
-      canon.insert(canon.end(), src, src + t.size);
-    }
-    w->append(canon.data(), canon.size());
-  };
-  for (const Bucket& b : layout_.buckets()) emit(b, params_.data() + b.offset);
-  for (std::vector<float>* state : {&opt_.m(), &opt_.v()}) {
-    for (const Bucket& b : layout_.buckets()) {
-      if (o_.zero == 0) {
-        emit(b, state->data() + b.offset);
-        continue;
-      }
-      size_t n = layout_.slice(b);
-      std::memcpy(bucket.data() + group_.rank() * n, state->data() + b.shard_offset,
-                  n * sizeof(float));
-      group_.all_gather(bucket.data(), n).wait();
-      emit(b, bucket.data());
-    }
-  }
+  for (Section s : {Section::params, Section::adam_m, Section::adam_v})
+    gather_whole(s, [&](int id, const float* whole) {
+      w->append(whole, layout_.tensor(id).full_size);
+    });
   if (root) {
     CheckpointHeader h{};
     h.vocab = o_.model.vocab;
@@ -53,11 +110,11 @@ void Trainer::save(const std::string& dir) {
     h.step = step_;
     std::memcpy(h.data_rng, sampler_.rng().state(), sizeof h.data_rng);
     h.batches_drawn = sampler_.batches_drawn();
-    h.num_params = layout_.num_params();
+    h.num_params = layout_.model_params();
     w->commit(h);
   }
   // Nobody moves on (or exits) before the file is in place.
-  group_.barrier();
+  groups_.world().barrier();
 }
 
 void check_checkpoint_matches(const CheckpointHeader& h, const Options& o) {
@@ -82,30 +139,24 @@ void check_checkpoint_matches(const CheckpointHeader& h, const Options& o) {
 void Trainer::load(const CheckpointReader& r) {
   const CheckpointHeader& h = r.header();
   check_checkpoint_matches(h, o_);
-  if (h.num_params != layout_.num_params()) throw TrainError("checkpoint parameter count differs");
-  std::vector<float> bucket(layout_.max_bucket());
-  auto read_bucket = [&](Section s, const Bucket& b) {
-    std::fill(bucket.begin(), bucket.end(), 0.0f);
-    for (int id = b.first_tensor; id < b.end_tensor; ++id) {
+  if (h.num_params != layout_.model_params()) throw TrainError("checkpoint parameter count differs");
+  const ModelPartition& part = layout_.partition();
+  std::vector<float> piece;
+  for (Section s : {Section::params, Section::adam_m, Section::adam_v}) {
+    for (int id = 0; id < tensor_count(o_.model); ++id) {
+      if (!layout_.holds(id)) continue;
       const TensorInfo& t = layout_.tensor(id);
-      r.read(s, canonical_offset_[id], t.size, bucket.data() + (t.offset - b.offset));
-    }
-  };
-  for (const Bucket& b : layout_.buckets()) {
-    read_bucket(Section::params, b);
-    std::memcpy(params_.data() + b.offset, bucket.data(), b.padded * sizeof(float));
-  }
-  for (Section s : {Section::adam_m, Section::adam_v}) {
-    std::vector<float>& state = s == Section::adam_m ? opt_.m() : opt_.v();
-    for (const Bucket& b : layout_.buckets()) {
-      read_bucket(s, b);
-      if (o_.zero == 0) {
-        std::memcpy(state.data() + b.offset, bucket.data(), b.padded * sizeof(float));
-      } else {
-        size_t n = layout_.slice(b);
-        std::memcpy(state.data() + b.shard_offset, bucket.data() + group_.rank() * n,
-                    n * sizeof(float));
+      piece.assign(t.size, 0.0f);
+      for (const ShardRun& run : shard_runs(t, part.tp, part.tp_rank))
+        r.read(s, canonical_offset_[id] + run.whole, run.len, piece.data() + run.local);
+      if (s == Section::params) {
+        std::memcpy(params_.data() + t.offset, piece.data(), t.size * sizeof(float));
+        continue;
       }
+      // The moments this rank's optimizer keeps (all, or its ZeRO slices).
+      float* state = (s == Section::adam_m ? opt_.m() : opt_.v()).data();
+      for (const Segment& g : of_tensor(sync_.segments(), t))
+        std::memcpy(state + g.state, piece.data() + (g.param - t.offset), g.len * sizeof(float));
     }
   }
   step_ = static_cast<int>(h.step);

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "strata/collective.hpp"
 #include "strata/error.hpp"
@@ -47,6 +48,16 @@ LaunchInfo launch_info();
 // split's color for a rank that takes part in no new communicator (C: STRATA_SPLIT_NOCOLOR).
 inline constexpr int kSplitNoColor = -1;
 
+// One level of the hierarchy a communicator sees (docs/architecture.md, Hierarchy):
+// "node" first (ranks that share a host, or STRATA_HIERARCHY's emulated nodes), then
+// STRATA_HIERARCHY's upper levels ("rack", "island", ...). group[r] is rank r's group at
+// this level, numbered 0, 1, ... in order of each group's first rank; a group of an upper
+// level is a union of groups of the level below.
+struct HierarchyLevel {
+  std::string name;
+  std::vector<int> group;
+};
+
 class Request;
 struct CommState;
 class OpQueue;
@@ -66,6 +77,9 @@ class Comm {
   bool valid() const { return state_ != nullptr; }
   int rank() const;
   int size() const;
+  // The levels of this communicator's ranks, innermost first (at least "node"). Local:
+  // every rank learnt them when the communicator was made.
+  std::vector<HierarchyLevel> hierarchy() const;
 
   // Collective over this communicator. Ranks with the same color (>= 0) form a new
   // communicator, ordered by (key, old rank); kSplitNoColor returns a null Comm. Any

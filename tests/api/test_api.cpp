@@ -587,6 +587,45 @@ TEST_F(Api, SingleRankSplit) {
   expect_still_usable();  // the parent is unaffected
 }
 
+// hierarchy(): one rank is one node; four ranks under STRATA_HIERARCHY=node:2,island:2
+// see nodes {0,1} {2,3} in one island, the same on every rank; a split sees its own ranks.
+TEST_F(Api, SingleRankHierarchy) {
+  std::vector<HierarchyLevel> h = comm.hierarchy();
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_EQ(h[0].name, "node");
+  EXPECT_EQ(h[0].group, std::vector<int>{0});
+}
+
+TEST(ApiHierarchy, EmulatedLevelsSeenByEveryRank) {
+  common_env();
+  alarm(60);
+  setenv("STRATA_HIERARCHY", "node:2,island:2", 1);
+  UniqueId id = get_unique_id();
+  std::vector<std::vector<HierarchyLevel>> seen(4), seen_split(4);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 4; ++r)
+    ranks.emplace_back([&, r] {
+      Comm c = Comm::init_rank(4, id, r);
+      seen[r] = c.hierarchy();
+      Comm odd_even = c.split(r % 2, r);  // {0,2} and {1,3}: each crosses the nodes
+      seen_split[r] = odd_even.hierarchy();
+      odd_even.destroy();
+      c.destroy();
+    });
+  for (auto& t : ranks) t.join();
+  unsetenv("STRATA_HIERARCHY");
+  alarm(0);
+  for (int r = 0; r < 4; ++r) {
+    ASSERT_EQ(seen[r].size(), 2u) << "rank " << r;
+    EXPECT_EQ(seen[r][0].name, "node");
+    EXPECT_EQ(seen[r][0].group, (std::vector<int>{0, 0, 1, 1}));
+    EXPECT_EQ(seen[r][1].name, "island");
+    EXPECT_EQ(seen[r][1].group, (std::vector<int>{0, 0, 0, 0}));
+    ASSERT_EQ(seen_split[r].size(), 1u);  // upper levels describe the world, not a split
+    EXPECT_EQ(seen_split[r][0].group, (std::vector<int>{0, 1})) << "rank " << r;
+  }
+}
+
 // ---------------------------------------------------------------- C API
 class CApi : public ::testing::Test {
  protected:

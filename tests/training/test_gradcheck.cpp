@@ -136,7 +136,10 @@ TEST(GradCheck, MatchesPyTorch) {
   const st::Kernels& k = st::cpu_kernels();
   st::Group group;
   st::GradSync sync(group, layout, 0);
-  st::Gpt model(layout, params.data(), k, B);
+  st::StepClock clock;
+  st::TensorParallel tp(group, false, clock);
+  st::Gpt model(layout, layout.partition().chunks[0], params.data(), k, tp, B);
+  auto acts = model.make_activations();
   st::AdamW opt(st::AdamWConfig{lr, beta1, beta2, 1e-8f, wd}, sync.state_size());
 
   Check grads, losses, final, final_noise;
@@ -144,9 +147,9 @@ TEST(GradCheck, MatchesPyTorch) {
   std::vector<float> our_loss;
   for (int s = 0; s <= steps; ++s) {
     sync.begin_step();
-    our_loss.push_back(model.forward(inputs.data(), targets.data(), B, T));
+    our_loss.push_back(model.forward(*acts, inputs.data(), targets.data(), B, T));
     if (s == steps) break;
-    model.backward(sync);
+    model.backward(*acts, sync, 1.0f);
     sync.finish();
     if (s == 0) {
       for (const auto& t : layout.tensors()) {

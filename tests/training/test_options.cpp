@@ -43,6 +43,15 @@ TEST(Options, ValuesInBothSpellings) {
   EXPECT_TRUE(parse({"--help"}).help);
   EXPECT_TRUE(parse({"-h"}).help);
   EXPECT_TRUE(parse({"--layers", "2", "--help"}).help);
+  const Options mp = parse({"--tp", "2", "--pp=4", "--microbatches", "8", "--schedule", "interleaved",
+                            "--virtual-stages", "3", "--sequence-parallel", "--layout", "dp,tp,pp"});
+  EXPECT_EQ(mp.tp, 2);
+  EXPECT_EQ(mp.pp, 4);
+  EXPECT_EQ(mp.microbatches, 8);
+  EXPECT_EQ(mp.schedule, "interleaved");
+  EXPECT_EQ(mp.virtual_stages, 3);
+  EXPECT_TRUE(mp.sequence_parallel);
+  EXPECT_EQ(mp.layout, "dp,tp,pp");
 }
 
 TEST(Options, MistakesInOurWords) {
@@ -67,6 +76,10 @@ TEST(Options, MistakesInOurWords) {
       {{"--steps", "0", "--layres", "3"}, "--steps needs a whole number from 1 to 1000000000, got '0'"},
       {{"--layres", "3", "--steps", "0"}, "unknown option '--layres'"},
       {{"--help", "--layres"}, "unknown option '--layres'"},
+      {{"--schedule", "zigzag"}, "--schedule needs gpipe, 1f1b or interleaved, got 'zigzag'"},
+      {{"--layout", "tp,dp"}, "--layout needs tp, pp and dp once each, innermost first (e.g. tp,pp,dp), got 'tp,dp'"},
+      {{"--sequence-parallel=1"}, "option '--sequence-parallel' takes no value"},
+      {{"--tp", "0"}, "--tp needs a whole number from 1 to 65536, got '0'"},
   };
   for (const auto& [args, message] : cases) {
     std::string joined;

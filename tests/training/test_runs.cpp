@@ -10,6 +10,8 @@
 
 #include "train_proc.hpp"
 
+using train_test::plus;
+using train_test::rel_diff;
 using train_test::run_train;
 using train_test::TrainRun;
 
@@ -33,16 +35,6 @@ std::vector<std::string> base_args(int steps) {
           "--sample-len",   "0",
           "--bucket-mb",    "0.02",
           "--threads",      "1"};
-}
-
-std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-double rel_diff(const std::string& a, const std::string& b) {
-  double x = std::atof(a.c_str()), y = std::atof(b.c_str());
-  return std::fabs(x - y) / std::max(1e-12, std::fabs(y));
 }
 
 void expect_same_checksum_on_every_rank(const TrainRun& r, int ranks) {

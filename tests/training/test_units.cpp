@@ -237,12 +237,16 @@ TEST(GradModes, AgreeInOneProcess) {
     std::vector<float> params(l.padded_size());
     st::init_params(l, params.data(), 3);
     st::GradSync sync(g, l, zero, 2);
-    st::Gpt model(l, params.data(), st::cpu_kernels(), B);
+    st::Group one;
+    st::StepClock clock;
+    st::TensorParallel tp(one, false, clock);
+    st::Gpt model(l, l.partition().chunks[0], params.data(), st::cpu_kernels(), tp, B);
+    auto acts = model.make_activations();
     st::AdamW opt(st::AdamWConfig{}, sync.state_size());
     for (int step = 1; step <= 2; ++step) {
       sync.begin_step();
-      model.forward(in.data(), tg.data(), B, T);
-      model.backward(sync);
+      model.forward(*acts, in.data(), tg.data(), B, T);
+      model.backward(*acts, sync, 1.0f);
       sync.finish();
       opt.step(st::cpu_kernels(), sync.segments(), params.data(), sync.grads(), step, 1e-3f,
                st::clip_scale(sync.global_norm(st::cpu_kernels()), 1.0f));

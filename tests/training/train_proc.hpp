@@ -5,7 +5,10 @@
 #include <dirent.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -16,11 +19,18 @@
 
 namespace train_test {
 
+// A rank's closing line under model parallelism: where it sits and what it holds.
+struct RankEnd {
+  int tp = 0, pp = 0, dp = 0;
+  std::string checksum, replicated;
+};
+
 struct TrainRun {
   strata_test::ProcResult proc;
   std::map<int, std::string> loss;      // step -> loss as printed ("%.6f")
   std::map<int, std::string> val_loss;  // step -> validation loss as printed
   std::vector<std::string> checksums;   // one per rank that finished
+  std::vector<RankEnd> ranks;           // model parallel: one per rank that finished
   std::string command;
   bool ok() const { return proc.exited && proc.exit_code == 0 && !proc.killed_by_deadline; }
   std::string describe() const {
@@ -30,14 +40,16 @@ struct TrainRun {
 };
 
 // ranks == 0: strata-train on its own (no launcher, no STRATA_RANK).
-inline TrainRun run_train(int ranks, const std::vector<std::string>& args, double deadline_s = 90) {
+inline TrainRun run_train(int ranks, const std::vector<std::string>& args, double deadline_s = 90,
+                          std::map<std::string, std::string> env = {}) {
   std::vector<std::string> argv;
   if (ranks > 0) argv = {STRATA_RUN_PATH, "-n", std::to_string(ranks), "--"};
   argv.push_back(STRATA_TRAIN_PATH);
   argv.insert(argv.end(), args.begin(), args.end());
   TrainRun r;
   for (auto& a : argv) r.command += a + " ";
-  r.proc = strata_test::run_one(argv, {{"STRATA_TIMEOUT", "60"}}, deadline_s);
+  env.emplace("STRATA_TIMEOUT", "60");
+  r.proc = strata_test::run_one(argv, env, deadline_s);
   std::istringstream in(r.proc.out);
   std::string line;
   while (std::getline(in, line)) {
@@ -48,10 +60,30 @@ inline TrainRun run_train(int ranks, const std::vector<std::string>& args, doubl
       r.loss[step] = buf;
     else if (std::sscanf(line.c_str(), "step %d | val loss %63s", &step, buf) == 2)
       r.val_loss[step] = buf;
-    else if (std::sscanf(line.c_str(), "rank %*d parameter checksum %63s", buf) == 1)
+    else if (std::sscanf(line.c_str(), "rank %*d parameter checksum %63s", buf) == 1) {
       r.checksums.push_back(buf);
+      RankEnd e;
+      char rep[64];
+      if (std::sscanf(line.c_str(), "rank %*d parameter checksum %*s | tp %d pp %d dp %d | replicated %63s",
+                      &e.tp, &e.pp, &e.dp, rep) == 4) {
+        e.checksum = buf;
+        e.replicated = rep;
+        r.ranks.push_back(e);
+      }
+    }
   }
   return r;
+}
+
+inline std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Relative difference of two printed numbers.
+inline double rel_diff(const std::string& a, const std::string& b) {
+  double x = std::atof(a.c_str()), y = std::atof(b.c_str());
+  return std::fabs(x - y) / std::max(1e-12, std::fabs(y));
 }
 
 inline std::string make_temp_dir(const std::string& tag) {

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Figures of strata-train's model parallelism (docs/training.md), printed as tables.
+
+    training/figures.py bubble    pipeline idle per step against (P-1)/(M+P-1), and /V interleaved
+    training/figures.py memory    peak activation memory per stage, GPipe against 1F1B
+    training/figures.py traffic   bytes per step per group against the formulas
+    training/figures.py cluster   tokens/s on an emulated 2-host cluster at 1 Gbit/s (root)
+
+Run from the repository root after tools/build. Each measurement is repeated (--reps) and
+the median reported (5 by default); the machine's load is printed with it.
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+TRAIN = os.path.join(ROOT, "build/bin/strata-train")
+RUN = os.path.join(ROOT, "build/bin/strata-run")
+DATA = os.path.join(ROOT, "data/tinyshakespeare.txt")
+
+
+def train(ranks, args, hosts=0, link_rate=None):
+    cmd = [RUN, "-n", str(ranks)]
+    if hosts:
+        cmd += ["--hosts", str(hosts)] + (["--link-rate", link_rate] if link_rate else [])
+    cmd += ["--", TRAIN, "--data", DATA, "--eval-batches", "0", "--sample-len", "0", "--threads", "1"] + args
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if out.returncode != 0:
+        sys.exit("failed: " + " ".join(cmd) + "\n" + out.stdout[-3000:] + out.stderr[-3000:])
+    return out.stdout
+
+
+def rank_lines(out):
+    """Per rank: (stage, peak activation MB, microbatches in flight, idle %)."""
+    ranks = {}
+    for m in re.finditer(r"\[(\d+)\] rank \d+ parameter checksum \S+ \| tp (\d+) pp (\d+) dp (\d+) \| replicated \S+ "
+                         r"\| peak activations ([\d.]+) MB \((\d+) microbatches\) \| idle ([\d.]+)% of the step", out):
+        ranks[int(m.group(1))] = dict(tp=int(m.group(2)), pp=int(m.group(3)), dp=int(m.group(4)),
+                                      mb=float(m.group(5)), in_flight=int(m.group(6)), idle=float(m.group(7)))
+    return ranks
+
+
+def load():
+    return open("/proc/loadavg").read().split()[0]
+
+
+def bubble(reps):
+    model = ["--layers", "8", "--heads", "8", "--dim", "256", "--ctx", "64", "--steps", "12", "--log-every", "100",
+             "--pp", "2"]
+    cases = [(sched, M) for sched in ["gpipe", "1f1b", "interleaved"] for M in [4, 8, 16]]
+    print("pipeline idle per step, 2 stages, 4 layers each (dim 256, ctx 64), one sequence per microbatch, "
+          f"steps 2-12; {reps} rounds over all cases, median; load average at start {load()}", flush=True)
+    idle = {c: {0: [], 1: []} for c in cases}
+    for _ in range(reps):  # rounds, so that every case sees the machine's load alike
+        for sched, M in cases:
+            r = rank_lines(train(2, model + ["--batch", str(M), "--microbatches", str(M), "--schedule", sched]))
+            for v in r.values():
+                idle[(sched, M)][v["pp"]].append(v["idle"])
+    print("| schedule | M | formula | stage 0 | stage 1 | mean of stages |")
+    print("|---|---|---|---|---|---|")
+    for sched, M in cases:
+        V = 2 if sched == "interleaved" else 1
+        formula = 100 * (2 - 1) / (V * M + 2 - 1)
+        s0, s1 = (statistics.median(idle[(sched, M)][p]) for p in (0, 1))
+        print(f"| {sched} | {M} | {formula:.1f}% | {s0:.1f}% | {s1:.1f}% | {(s0 + s1) / 2:.1f}% |")
+    print(f"load average at the end {load()}")
+
+
+def memory(reps):
+    del reps  # deterministic
+    print("peak activation memory per stage: 8 layers, dim 128, ctx 64, 8 microbatches of 2 sequences")
+    print("| P | schedule | stage: MB (microbatches in flight) |")
+    print("|---|---|---|")
+    for P in [2, 4]:
+        for sched in ["gpipe", "1f1b", "interleaved"]:
+            r = rank_lines(train(P, ["--layers", "8", "--heads", "4", "--dim", "128", "--ctx", "64", "--batch", "16",
+                                     "--steps", "2", "--pp", str(P), "--microbatches", "8", "--schedule", sched]))
+            cells = ", ".join(f"{v['pp']}: {v['mb']:.1f} ({v['in_flight']})" for v in sorted(r.values(), key=lambda v: v["pp"]))
+            print(f"| {P} | {sched} | {cells} |", flush=True)
+
+
+def traffic(reps):
+    del reps  # deterministic
+    base = ["--layers", "4", "--heads", "4", "--dim", "128", "--ctx", "64", "--batch", "16", "--steps", "2"]
+    for ranks, flags in [(2, "--tp 2"), (2, "--tp 2 --sequence-parallel"), (2, "--pp 2 --microbatches 4"),
+                         (8, "--tp 2 --pp 2 --dp 2 --zero 1 --microbatches 4 --sequence-parallel")]:
+        out = train(ranks, base + flags.split())
+        print(f"\n{ranks} ranks, {flags} (rank 0):")
+        block = out[out.index("[0] bytes per step"):].splitlines()
+        for line in block[:6]:
+            if line.startswith("[0]   ") or "bytes per step" in line:
+                print("   ", line[4:])
+
+
+def cluster(reps):
+    base = ["--layers", "4", "--heads", "4", "--dim", "128", "--ctx", "64", "--batch", "16", "--steps", "20",
+            "--log-every", "100"]
+    configs = [("dp 4", "--dp 4"), ("tp 2 x dp 2", "--tp 2 --dp 2"), ("pp 2 x dp 2", "--pp 2 --dp 2 --microbatches 4"),
+               ("tp 2 x dp 2, TP across the link", "--tp 2 --dp 2 --layout dp,tp,pp"),
+               ("pp 2 x dp 2, PP across the link", "--pp 2 --dp 2 --microbatches 4 --layout dp,pp,tp")]
+    print(f"4 ranks on 2 emulated hosts, 1 Gbit/s between them; 20 steps of 16 x 64 tokens; {reps} rounds over "
+          f"all layouts, median; load average at start {load()}", flush=True)
+    results = {name: [] for name, _ in configs}
+    for _ in range(reps):  # rounds, so that every layout sees the machine's load alike
+        for name, flags in configs:
+            out = train(4, base + flags.split(), hosts=2, link_rate="1gbit")
+            m = re.search(r"done: .*\(([\d.]+) ms/step, (\d+) tok/s\).*per step from step \d+: compute ([\d.]+), "
+                          r"comm ([\d.]+), idle ([\d.]+) ms", out)
+            groups = "; ".join(l[len("[0]"):].split("groups of")[0].strip() + " " + l.split("--")[-1].strip()
+                               for l in out.splitlines() if "groups of" in l and l.startswith("[0]"))
+            results[name].append((int(m.group(2)), m.group(1), m.group(3), m.group(4), m.group(5), groups))
+    print("| layout | groups | tok/s (median) | runs | ms/step | compute / comm / idle ms (median run, from step 2) |")
+    print("|---|---|---|---|---|---|")
+    for name, _ in configs:
+        runs = sorted(results[name])
+        med = runs[len(runs) // 2]
+        print(f"| {name} | {med[5]} | {med[0]} | {', '.join(str(r[0]) for r in runs)} | {med[1]} | "
+              f"{med[2]} / {med[3]} / {med[4]} |")
+    print(f"load average at the end {load()}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("figure", choices=["bubble", "memory", "traffic", "cluster"])
+    p.add_argument("--reps", type=int, default=5)
+    a = p.parse_args()
+    globals()[a.figure](a.reps)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+// One rank's communicators in a tp x pp x dp job, split from the whole job's along the
+// rank grid: its tensor-parallel group, its data-parallel group, the two stages that hold
+// the tied embedding, and the one-way links to its pipeline neighbours.
+#pragma once
+
+#include <array>
+
+#include "group.hpp"
+#include "pipeline.hpp"
+#include "rank_grid.hpp"
+
+namespace strata::train {
+
+class ParallelGroups {
+ public:
+  // Collective over `world` (every rank builds the same grid). `ring`: the last stage
+  // also sends to the first (interleaved schedules).
+  ParallelGroups(Group world, const GridShape& shape, bool ring);
+  ParallelGroups(const ParallelGroups&) = delete;
+  ParallelGroups& operator=(const ParallelGroups&) = delete;
+
+  const RankGrid& grid() const { return grid_; }
+  int coord(Dim d) const { return grid_.coord(world_.rank(), d); }
+  int size(Dim d) const { return grid_.shape().size[d]; }
+  bool model_parallel() const { return size(kTp) * size(kPp) > 1; }
+
+  Group& world() { return world_; }
+  Group& tp() { return tp_; }
+  Group& dp() { return dp_is_world_ ? world_ : dp_; }
+  bool dp_is_world() const { return dp_is_world_; }
+  Group* embedding() { return size(kPp) > 1 ? &embedding_ : nullptr; }
+  PipeLinks& links() { return links_; }
+
+  // Bytes issued so far (Group::bytes) per kind of group: tensor-parallel, pipeline (sent),
+  // data-parallel, the tied-embedding pair, and the whole job (when it is not also the
+  // data-parallel group).
+  enum Traffic { kTpBytes, kPpBytes, kDpBytes, kEmbeddingBytes, kWorldBytes, kTrafficKinds };
+  std::array<uint64_t, kTrafficKinds> bytes() const;
+
+  void destroy();
+
+ private:
+  Group world_;
+  RankGrid grid_;
+  Group tp_, dp_, embedding_;
+  bool dp_is_world_;
+  PipeLinks links_;
+};
+
+// The hierarchy a group sees, as the rank grid takes it.
+std::vector<GridLevel> grid_levels(const Group& g);
+
+}  // namespace strata::train
