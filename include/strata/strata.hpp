@@ -44,6 +44,15 @@ struct LaunchInfo {
 // InvalidArgument when a launcher's variables are partial or malformed.
 LaunchInfo launch_info();
 
+// Settings of one communicator that take precedence over the STRATA_* environment
+// (docs/environment.md), for front ends that receive them from their own caller (the
+// torch.distributed backend passes init_process_group's timeout).
+struct CommOptions {
+  // Seconds without progress before a peer is declared stuck, and the bound on joining
+  // the bootstrap and connecting; 0: STRATA_TIMEOUT. Negative or not finite: InvalidArgument.
+  double timeout_s = 0;
+};
+
 class Request;
 struct CommState;
 class OpQueue;
@@ -55,6 +64,7 @@ class Comm {
 
   // Collective over the `nranks` callers that pass the same id.
   static Comm init_rank(int nranks, const UniqueId& id, int rank);
+  static Comm init_rank(int nranks, const UniqueId& id, int rank, const CommOptions& options);
   // Under a launcher (strata-run, torchrun, mpirun, srun): rank and size from its
   // variables; rank 0's bootstrap root at STRATA_ROOT, or found through the launcher
   // (docs/launcher.md). InvalidArgument, naming the variables, when none is found.
@@ -65,7 +75,8 @@ class Comm {
   int size() const;
 
   // Collective over this communicator. Ranks with the same color form a new
-  // communicator, ordered by (key, old rank). color < 0 returns a null Comm.
+  // communicator, ordered by (key, old rank), with this one's settings (timeout included).
+  // color < 0 returns a null Comm.
   Comm split(int color, int key);
 
   // Finishes queued operations, tells peers this rank is leaving, releases everything.
