@@ -108,14 +108,17 @@ static Comm init(int nranks, int rank, const net::SockAddr& root, const bootstra
                           std::to_string(options.timeout_s));
   log::set_thread_rank(rank);
   Config cfg = Config::from_env();
-  if (options.timeout_s > 0) cfg.timeout_s = options.timeout_s;
+  if (options.timeout_s > 0) {
+    cfg.timeout_s = options.timeout_s;
+    cfg.timeout_from = "CommOptions::timeout_s";
+  }
   auto spec = parse_hierarchy_spec(settings::text("STRATA_HIERARCHY"));
   net::Fd listener = listen_like(root);
   auto table = bootstrap::join(root, secret, rank, nranks, my_info(cfg, listener, emulated_node(spec, rank)),
                                net::deadline_after(cfg.timeout_s));
   Comm c = CommState::create(rank, nranks, table, listener, secret, 1, cfg, spec);
   STRATA_INFO("communicator ready: rank %d of %d, host %s, timeout %g s (%s)", rank, nranks, table[rank].host,
-              cfg.timeout_s, options.timeout_s > 0 ? "CommOptions" : "STRATA_TIMEOUT");
+              cfg.timeout_s, cfg.timeout_from);
   return c;
 }
 

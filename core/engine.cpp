@@ -245,7 +245,7 @@ void Engine::fail_stuck() {
       break;
     }
   throw TimeoutError(peer, "no progress from rank " + std::to_string(peer) + " for " + std::to_string(cfg_.timeout_s) +
-                               " s (STRATA_TIMEOUT); it is stuck, too slow, or not calling the same collective");
+                               " s (" + cfg_.timeout_from + "); it is stuck, too slow, or not calling the same collective");
 }
 
 void Engine::fail(std::exception_ptr e, int culprit) {

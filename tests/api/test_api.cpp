@@ -419,6 +419,7 @@ TEST(ApiInit, OptionsTimeoutTakesPrecedenceOverTheEnvironment) {
     ADD_FAILURE() << "all_reduce without its peer returned";
   } catch (const TimeoutError& e) {
     EXPECT_EQ(e.peer(), 1) << e.what();
+    EXPECT_NE(std::string(e.what()).find("CommOptions::timeout_s"), std::string::npos) << e.what();
   }
   double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_GE(dt, timeout * 0.9);
