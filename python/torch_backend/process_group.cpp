@@ -58,7 +58,8 @@ ProcessGroupStrata::ProcessGroupStrata(const c10::intrusive_ptr<c10d::Store>& st
   options.timeout_s = std::chrono::duration<double>(timeout).count();
   translated(*context_, [&] {
     coll_.comm = strata::Comm::init_rank(size, exchange_unique_id(store, rank), rank, options);
-    p2p_.comm = coll_.comm.split(0, rank);  // inherits the timeout
+    up_.comm = coll_.comm.split(0, rank);  // these inherit the timeout
+    down_.comm = coll_.comm.split(0, rank);
     return 0;
   });
 }
@@ -66,9 +67,8 @@ ProcessGroupStrata::ProcessGroupStrata(const c10::intrusive_ptr<c10d::Store>& st
 void ProcessGroupStrata::shutdown() {
   // Every issued work completes first (or fails, within the timeout); then the
   // communicators say goodbye to their peers.
-  coll_.completer.stop();
-  p2p_.completer.stop();
-  for (Channel* ch : {&p2p_, &coll_}) {
+  for (Channel* ch : {&coll_, &up_, &down_}) ch->completer.stop();
+  for (Channel* ch : {&down_, &up_, &coll_}) {
     try {
       if (ch->comm.valid()) ch->comm.destroy();
     } catch (const std::exception&) {
@@ -97,8 +97,8 @@ c10::intrusive_ptr<StrataWork> ProcessGroupStrata::launch(Channel& ch, c10d::OpT
   std::lock_guard lk(issue_m_);
   strata::Request request = translated(*context_, [&] { return start(ch.comm); });
   work->attach(std::move(finish), std::move(keep));
-  if (coalescing_ && &ch == &p2p_) {
-    batch_.push_back(work);  // its request is the batch's, known when the batch ends
+  if (coalescing_ && &ch != &coll_) {
+    batch_.emplace_back(work, &ch);  // its request is the batch's, known when the batch ends
   } else {
     work->issued(std::move(request));
     ch.completer.push(work);
@@ -446,15 +446,16 @@ ProcessGroupStrata::WorkPtr ProcessGroupStrata::barrier(const c10d::BarrierOptio
   return launch(coll_, c10d::OpType::BARRIER, {}, [](strata::Comm& c) { return c.barrier_async(); });
 }
 
-// ---- point-to-point: its own communicator. Tags are not used for matching: messages
-// between two ranks match in the order they are posted (as with torch's NCCL backend).
+// ---- point-to-point: a communicator per direction. Tags are not used for matching:
+// messages from one rank to another match in the order they are posted (as with torch's
+// NCCL backend).
 
 ProcessGroupStrata::WorkPtr ProcessGroupStrata::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
   const char* call = "send";
   at::Tensor src = single_tensor(tensors, call).contiguous();
   const size_t n = byte_size(src);
   return launch(
-      p2p_, c10d::OpType::SEND, {},
+      p2p(rank_, dst), c10d::OpType::SEND, {},
       [&](strata::Comm& c) { return n ? c.send_async(src.data_ptr(), n, kBytes, dst) : strata::Request(); }, nullptr,
       {src});
 }
@@ -464,7 +465,7 @@ ProcessGroupStrata::WorkPtr ProcessGroupStrata::recv(std::vector<at::Tensor>& te
   Staged s(single_tensor(tensors, call));
   const size_t n = byte_size(s.buffer);
   return launch(
-      p2p_, c10d::OpType::RECV, tensors,
+      p2p(src, rank_), c10d::OpType::RECV, tensors,
       [&](strata::Comm& c) { return n ? c.recv_async(s.data(), n, kBytes, src) : strata::Request(); },
       [s] { s.copy_back(); }, {}, src);
 }
@@ -472,7 +473,8 @@ ProcessGroupStrata::WorkPtr ProcessGroupStrata::recv(std::vector<at::Tensor>& te
 void ProcessGroupStrata::startCoalescing() {
   std::lock_guard lk(issue_m_);
   if (coalescing_) throw std::logic_error("strata: batches of point-to-point calls do not nest");
-  p2p_.comm.group_start();
+  up_.comm.group_start();
+  down_.comm.group_start();
   coalescing_ = true;
 }
 
@@ -480,19 +482,32 @@ void ProcessGroupStrata::end_batch(const c10::intrusive_ptr<StrataWork>& batch_w
   std::lock_guard lk(issue_m_);
   if (!coalescing_) throw std::logic_error("strata: endCoalescing without startCoalescing");
   coalescing_ = false;
-  strata::Request request = translated(*context_, [&] { return p2p_.comm.group_end_async(); });
-  if (batch_work) batch_.push_back(batch_work);
-  for (auto& w : batch_) {
-    w->issued(request);
-    p2p_.completer.push(w);
+  strata::Request up, down;
+  std::exception_ptr error;
+  for (auto [ch, request] : {std::pair{&up_, &up}, std::pair{&down_, &down}}) {
+    try {
+      *request = ch->comm.group_end_async();  // both groups end, even when one fails
+    } catch (...) {
+      if (!error) error = context_->translate(std::current_exception());
+    }
   }
+  auto batch = std::move(batch_);
   batch_.clear();
+  if (error) std::rethrow_exception(error);
+  for (auto& [w, ch] : batch) {
+    w->issued(ch == &up_ ? up : down);
+    ch->completer.push(w);
+  }
+  if (batch_work) {  // the whole batch: both directions
+    batch_work->attach([down]() mutable { down.wait(); }, {});
+    batch_work->issued(up);
+    up_.completer.push(batch_work);
+  }
 }
 
 #ifdef STRATA_TORCH_END_COALESCING_RETURNS_WORK
 ProcessGroupStrata::WorkPtr ProcessGroupStrata::endCoalescing() {
   auto work = c10::make_intrusive<StrataWork>(rank_, c10d::OpType::UNKNOWN, std::vector<at::Tensor>{}, context_);
-  work->attach(nullptr, {});
   end_batch(work);
   return work;
 }

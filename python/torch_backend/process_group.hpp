@@ -1,8 +1,11 @@
-// torch.distributed's backend "strata": PyTorch's process-group interface over two Strata
-// communicators, one for collectives and one for point-to-point calls (so a receive that
-// waits does not hold up the collectives behind it, as it would not with Gloo or NCCL).
+// torch.distributed's backend "strata": PyTorch's process-group interface over three
+// Strata communicators, made from one unique id: one for collectives and two for
+// point-to-point calls, one carrying messages to higher ranks and one to lower ranks.
+// A communicator runs its operations in the order they were posted, so a receive that
+// waits holds up only the messages behind it in its direction: collectives go on, and a
+// pair of ranks exchanging, or a ring, completes whichever they post first (docs/torch.md).
 // Every call is issued with the library's *_async form; the returned work completes
-// through its request (docs/torch.md).
+// through its request.
 //
 // torch 1.x: a c10d::ProcessGroup. torch 2.x splits that class into ProcessGroup (the
 // front) and Backend (what a plugin implements); the calls this file overrides are the
@@ -21,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include <strata/strata.hpp>
@@ -79,7 +83,7 @@ class ProcessGroupStrata : public BackendBase {
   WorkPtr barrier(const c10d::BarrierOptions& opts) override;
 
   // batch_isend_irecv: the sends and receives between these two calls are posted together
-  // (the library's group_start/group_end on the point-to-point communicator).
+  // (the library's group_start/group_end on the point-to-point communicators).
   void startCoalescing() override;
 #ifdef STRATA_TORCH_END_COALESCING_RETURNS_WORK
   WorkPtr endCoalescing() override;
@@ -107,9 +111,10 @@ class ProcessGroupStrata : public BackendBase {
 
   std::shared_ptr<ErrorContext> context_;
   std::mutex issue_m_;  // calls reach the library one at a time (torch may call from several threads)
-  Channel coll_, p2p_;
+  Channel coll_, up_, down_;  // up_: messages to a higher rank (or to self); down_: to a lower one
+  Channel& p2p(int from, int to) { return from <= to ? up_ : down_; }
   bool coalescing_ = false;
-  std::vector<c10::intrusive_ptr<StrataWork>> batch_;
+  std::vector<std::pair<c10::intrusive_ptr<StrataWork>, Channel*>> batch_;
 };
 
 }  // namespace strata_torch
