@@ -65,17 +65,17 @@ def main():
 
     # all_reduce: each op on each dtype strata reduces
     serial = {
-        dist.ReduceOp.SUM: lambda xs: torch.stack(xs).sum(0),
-        dist.ReduceOp.PRODUCT: lambda xs: torch.stack(xs).prod(0),
-        dist.ReduceOp.MIN: lambda xs: torch.stack(xs).min(0).values,
-        dist.ReduceOp.MAX: lambda xs: torch.stack(xs).max(0).values,
+        "SUM": lambda xs: torch.stack(xs).sum(0),
+        "PRODUCT": lambda xs: torch.stack(xs).prod(0),
+        "MIN": lambda xs: torch.stack(xs).min(0).values,
+        "MAX": lambda xs: torch.stack(xs).max(0).values,
     }
     dtypes = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int32,
               torch.int64]
     for dtype in dtypes:
         for op, ref in serial.items():
             x = data(rank, dtype=dtype, salt=1)
-            dist.all_reduce(x, op=op)
+            dist.all_reduce(x, op=getattr(dist.ReduceOp, op))
             wide = torch.float64 if dtype.is_floating_point else torch.int64  # integers wrap as they do on the ranks
             want = ref([data(r, dtype=dtype, salt=1).to(wide) for r in everyone]).to(dtype)
             check(f"all_reduce {op} {dtype}", x, want)
