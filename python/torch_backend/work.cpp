@@ -44,21 +44,25 @@ void StrataWork::issued(strata::Request request) {
 }
 
 void StrataWork::complete() {
-  std::lock_guard lk(complete_m_);
-  if (isCompleted()) return;
-  if (!issued_)
-    throw std::logic_error("strata: this point-to-point call is part of a batch that has not ended yet "
-                           "(wait on it after batch_isend_irecv returns)");
   std::exception_ptr error;
-  try {
-    request_.wait();
-    if (finish_) finish_();
-  } catch (...) {
-    error = context_ ? context_->translate(std::current_exception()) : std::current_exception();
+  {
+    std::lock_guard lk(complete_m_);
+    if (finishing_) return;  // another thread completes it; wait() waits for the base's completed_
+    if (!issued_)
+      throw std::logic_error("strata: this point-to-point call is part of a batch that has not ended yet "
+                             "(wait on it after batch_isend_irecv returns)");
+    try {
+      request_.wait();
+      if (finish_) finish_();
+    } catch (...) {
+      error = context_ ? context_->translate(std::current_exception()) : std::current_exception();
+    }
+    finish_ = nullptr;
+    keep_alive_.clear();
+    finishing_ = true;
   }
-  finish_ = nullptr;
-  keep_alive_.clear();
-  finish(error);  // the base: completed_, exception_, wakes wait(timeout)
+  // Outside complete_m_: the future's callbacks may wait on this work.
+  finish(error);  // the base: completed_, exception_, wakes wait()
   if (error)
     future_->setError(error);
   else
@@ -71,15 +75,14 @@ bool StrataWork::isCompleted() {
 }
 
 bool StrataWork::wait(std::chrono::milliseconds timeout) {
-  if (timeout == kNoTimeout) {
-    complete();
-  } else {
-    std::unique_lock lk(mutex_);
-    if (!cv_.wait_for(lk, timeout, [&] { return completed_; }))
-      throw std::runtime_error("strata: Work.wait timed out after " + std::to_string(timeout.count()) +
-                               " ms (the operation goes on; the group's timeout ends it if a peer is stuck)");
-  }
-  std::lock_guard lk(mutex_);
+  if (timeout == kNoTimeout) complete();
+  std::unique_lock lk(mutex_);
+  auto done = [&] { return completed_; };
+  if (timeout == kNoTimeout)
+    cv_.wait(lk, done);  // at once, unless another thread is finishing it
+  else if (!cv_.wait_for(lk, timeout, done))
+    throw std::runtime_error("strata: Work.wait timed out after " + std::to_string(timeout.count()) +
+                             " ms (the operation goes on; the group's timeout ends it if a peer is stuck)");
   if (exception_) std::rethrow_exception(exception_);
   return true;
 }

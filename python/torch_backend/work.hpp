@@ -51,8 +51,9 @@ class StrataWork : public c10d::Work {
   const int source_rank_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 
-  std::mutex complete_m_;  // held while completing (not the base's mutex_, which isCompleted takes)
+  std::mutex complete_m_;  // held while waiting for the request (not the base's mutex_, which isCompleted takes)
   bool issued_ = false;
+  bool finishing_ = false;  // a thread has waited for the request and is marking the work
   strata::Request request_;
   std::function<void()> finish_;
   std::vector<at::Tensor> keep_alive_;  // buffers the library reads or writes until the request completes
