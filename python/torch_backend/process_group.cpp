@@ -20,6 +20,24 @@ const char* const kUniqueIdKey = "strata/unique_id";
 
 char* bytes_of(const at::Tensor& t) { return static_cast<char*>(t.data_ptr()); }
 
+// One send or receive of a grouped call: `bytes` from or into `data`, with `peer`.
+struct Transfer {
+  void* data;
+  size_t bytes;
+  int peer;
+};
+
+// Posts the transfers as one group: all at once, so their order cannot deadlock. Empty
+// ones are left out (the peer leaves out its side too: the sizes agree).
+strata::Request post_group(strata::Comm& c, const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) {
+  c.group_start();
+  for (const Transfer& t : sends)
+    if (t.bytes) c.send_async(t.data, t.bytes, kBytes, t.peer);
+  for (const Transfer& t : recvs)
+    if (t.bytes) c.recv_async(t.data, t.bytes, kBytes, t.peer);
+  return c.group_end_async();
+}
+
 // Rank 0's unique id, passed to the others through torch's store.
 strata::UniqueId exchange_unique_id(const c10::intrusive_ptr<c10d::Store>& store, int rank) {
   strata::UniqueId id;
@@ -297,16 +315,11 @@ ProcessGroupStrata::WorkPtr ProcessGroupStrata::gather(std::vector<std::vector<a
   }
   at::Tensor src = in.contiguous();
   const size_t n = byte_size(in);
+  std::vector<Transfer> recvs;
+  for (int r = 0; r < static_cast<int>(outs.size()); ++r) recvs.push_back({outs[r].data(), n, r});
   return launch(
       coll_, c10d::OpType::GATHER, outputs.empty() ? std::vector<at::Tensor>{} : outputs[0],
-      [&](strata::Comm& c) {
-        c.group_start();
-        if (n > 0) {
-          for (int r = 0; r < static_cast<int>(outs.size()); ++r) c.recv_async(outs[r].data(), n, kBytes, r);
-          c.send_async(src.data_ptr(), n, kBytes, root);
-        }
-        return c.group_end_async();
-      },
+      [&](strata::Comm& c) { return post_group(c, {{src.data_ptr(), n, root}}, recvs); },
       [outs] {
         for (const auto& s : outs) s.copy_back();
       },
@@ -330,16 +343,11 @@ ProcessGroupStrata::WorkPtr ProcessGroupStrata::scatter(std::vector<at::Tensor>&
   }
   Staged s(out);
   const size_t n = byte_size(out);
+  std::vector<Transfer> sends;
+  for (int r = 0; r < static_cast<int>(srcs.size()); ++r) sends.push_back({srcs[r].data_ptr(), n, r});
   return launch(
       coll_, c10d::OpType::SCATTER, outputs,
-      [&](strata::Comm& c) {
-        c.group_start();
-        if (n > 0) {
-          for (int r = 0; r < static_cast<int>(srcs.size()); ++r) c.send_async(srcs[r].data_ptr(), n, kBytes, r);
-          c.recv_async(s.data(), n, kBytes, root);
-        }
-        return c.group_end_async();
-      },
+      [&](strata::Comm& c) { return post_group(c, sends, {{s.data(), n, root}}); },
       [s] { s.copy_back(); }, srcs);
 }
 
@@ -395,20 +403,16 @@ ProcessGroupStrata::WorkPtr ProcessGroupStrata::alltoall_base(at::Tensor& output
   // is read from a copy.
   at::Tensor src = input.contiguous();
   if (src.storage().is_alias_of(s.buffer.storage())) src = src.clone();
+  std::vector<Transfer> sends, recvs;
+  size_t in_at = 0, out_at = 0;
+  for (int r = 0; r < size_; ++r) {
+    sends.push_back({bytes_of(src) + in_at, in_rows[r] * in_row, r});
+    recvs.push_back({static_cast<char*>(s.data()) + out_at, out_rows[r] * out_row, r});
+    in_at += sends.back().bytes;
+    out_at += recvs.back().bytes;
+  }
   return launch(
-      coll_, c10d::OpType::ALLTOALL_BASE, {output},
-      [&](strata::Comm& c) {
-        c.group_start();
-        size_t in_at = 0, out_at = 0;
-        for (int r = 0; r < size_; ++r) {
-          const size_t send = in_rows[r] * in_row, recv = out_rows[r] * out_row;
-          if (send) c.send_async(bytes_of(src) + in_at, send, kBytes, r);
-          if (recv) c.recv_async(static_cast<char*>(s.data()) + out_at, recv, kBytes, r);
-          in_at += send;
-          out_at += recv;
-        }
-        return c.group_end_async();
-      },
+      coll_, c10d::OpType::ALLTOALL_BASE, {output}, [&](strata::Comm& c) { return post_group(c, sends, recvs); },
       [s] { s.copy_back(); }, {src});
 }
 
@@ -420,22 +424,17 @@ ProcessGroupStrata::WorkPtr ProcessGroupStrata::alltoall(std::vector<at::Tensor>
     refuse(call, "needs " + std::to_string(size_) + " input and output tensors");
   std::vector<at::Tensor> srcs;
   std::vector<Staged> outs;
+  std::vector<Transfer> sends, recvs;
   for (int r = 0; r < size_; ++r) {
     check_host_dense(inputs[r], call);
     check_host_dense(outputs[r], call);
     srcs.push_back(inputs[r].contiguous().clone());  // outputs may alias inputs; all transfers are posted at once
     outs.emplace_back(outputs[r]);
+    sends.push_back({srcs[r].data_ptr(), byte_size(srcs[r]), r});
+    recvs.push_back({outs[r].data(), byte_size(outs[r].buffer), r});
   }
   return launch(
-      coll_, c10d::OpType::ALLTOALL, outputs,
-      [&](strata::Comm& c) {
-        c.group_start();
-        for (int r = 0; r < size_; ++r) {
-          if (byte_size(srcs[r])) c.send_async(srcs[r].data_ptr(), byte_size(srcs[r]), kBytes, r);
-          if (byte_size(outs[r].buffer)) c.recv_async(outs[r].data(), byte_size(outs[r].buffer), kBytes, r);
-        }
-        return c.group_end_async();
-      },
+      coll_, c10d::OpType::ALLTOALL, outputs, [&](strata::Comm& c) { return post_group(c, sends, recvs); },
       [outs] {
         for (const auto& s : outs) s.copy_back();
       },

@@ -28,42 +28,39 @@ SOURCES = (".cpp", ".hpp", ".h", ".c", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 
 
+def includes(root, folder):
+    """(source file, its folder, included name) for every quoted include below root/folder."""
+    for dirpath, _, files in os.walk(os.path.join(root, folder)):
+        for f in files:
+            if f.endswith(SOURCES):
+                path = os.path.join(dirpath, f)
+                for inc in INCLUDE.findall(open(path, encoding="utf-8", errors="replace").read()):
+                    yield path, dirpath, inc
+
+
 def check(ROOT):
     bad, checked = [], 0
     for layer, allowed in MAY_INCLUDE.items():
-        for dirpath, _, files in os.walk(os.path.join(ROOT, layer)):
-            for f in files:
-                if not f.endswith(SOURCES):
-                    continue
-                path = os.path.join(dirpath, f)
-                text = open(path, encoding="utf-8", errors="replace").read()
-                for inc in INCLUDE.findall(text):
-                    checked += 1
-                    top = inc.split("/")[0]
-                    if os.path.exists(os.path.join(ROOT, "include", inc)):
-                        continue  # a public header
-                    if "/" not in inc:
-                        bad.append(f"{os.path.relpath(path, ROOT)}: \"{inc}\" is not path-qualified")
-                    elif top in allowed:
-                        continue
-                    elif top in PROJECT_FOLDERS:
-                        bad.append(f"{os.path.relpath(path, ROOT)}: {layer} includes \"{inc}\" from {top}")
+        for path, _, inc in includes(ROOT, layer):
+            checked += 1
+            top = inc.split("/")[0]
+            if os.path.exists(os.path.join(ROOT, "include", inc)):
+                continue  # a public header
+            if "/" not in inc:
+                bad.append(f"{os.path.relpath(path, ROOT)}: \"{inc}\" is not path-qualified")
+            elif top in allowed:
+                continue
+            elif top in PROJECT_FOLDERS:
+                bad.append(f"{os.path.relpath(path, ROOT)}: {layer} includes \"{inc}\" from {top}")
     for front in PUBLIC_ONLY:
         top_dir = os.path.realpath(os.path.join(ROOT, front))
-        for dirpath, _, files in os.walk(top_dir):
-            for f in files:
-                if not f.endswith(SOURCES):
-                    continue
-                path = os.path.join(dirpath, f)
-                text = open(path, encoding="utf-8", errors="replace").read()
-                for inc in INCLUDE.findall(text):
-                    checked += 1
-                    if os.path.exists(os.path.join(ROOT, "include", inc)):
-                        continue
-                    local = os.path.realpath(os.path.join(dirpath, inc))
-                    if os.path.exists(local) and local.startswith(top_dir + os.sep):
-                        continue
-                    bad.append(f"{os.path.relpath(path, ROOT)}: {front} uses the public headers only, not \"{inc}\"")
+        for path, dirpath, inc in includes(ROOT, front):
+            checked += 1
+            if os.path.exists(os.path.join(ROOT, "include", inc)):
+                continue
+            local = os.path.realpath(os.path.join(dirpath, inc))
+            if not (os.path.exists(local) and local.startswith(top_dir + os.sep)):
+                bad.append(f"{os.path.relpath(path, ROOT)}: {front} uses the public headers only, not \"{inc}\"")
     for b in bad:
         print(b)
     print(f"layers: {checked} includes checked, {len(bad)} against the layering")
