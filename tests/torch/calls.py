@@ -6,7 +6,8 @@ on the ranks of one job (any launcher; ctest runs 3 ranks under strata-run):
 
 Each rank builds every rank's inputs itself (they depend only on rank and a seed), so it
 knows the expected result of each call. Covered: all_reduce with SUM, PRODUCT, MIN, MAX,
-AVG on every dtype strata reduces, bool MIN/MAX, a non-contiguous tensor, async_op with
+AVG on every dtype strata reduces, bool MIN/MAX, the coalesced forms of all_reduce and
+all_gather, a non-contiguous tensor, async_op with
 wait/is_completed/get_future; broadcast of a dtype strata cannot reduce (int16); reduce;
 all_gather (list and into one tensor); reduce_scatter (list and tensor); all_to_all and
 all_to_all_single with uneven splits; gather; scatter; send/recv, isend/irecv and
@@ -15,6 +16,7 @@ unsupported op, dtype and a CUDA-less bad root. Prints one line per failed check
 verdict per rank; exit 1 on any failure.
 """
 import sys
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -59,6 +61,7 @@ def data(rank, n=7, dtype=torch.float32, salt=0):
 
 
 def main():
+    warnings.filterwarnings("ignore", message=".*will be deprecated")  # the coalesced calls
     dist.init_process_group("strata")
     rank, n = dist.get_rank(), dist.get_world_size()
     everyone = range(n)
@@ -85,6 +88,16 @@ def main():
     b = torch.tensor([rank == 0, True, rank != 1])
     dist.all_reduce(b, op=dist.ReduceOp.MIN)
     check("all_reduce MIN bool", b, torch.tensor([n == 1, True, n == 1]))
+
+    # coalesced: several tensors in one call
+    a, b2 = data(rank, 5, salt=30), data(rank, 3, salt=31)
+    dist.all_reduce_coalesced([a, b2])
+    check("all_reduce_coalesced", torch.cat([a, b2]),
+          torch.stack([torch.cat([data(r, 5, salt=30), data(r, 3, salt=31)]) for r in everyone]).sum(0))
+    outs = [[torch.empty(5), torch.empty(3)] for _ in everyone]
+    dist.all_gather_coalesced(outs, [data(rank, 5, salt=32), data(rank, 3, salt=33)])
+    for r in everyone:
+        check(f"all_gather_coalesced from rank {r}", torch.cat(outs[r]), torch.cat([data(r, 5, salt=32), data(r, 3, salt=33)]))
 
     # a non-contiguous tensor: every other column of a matrix
     m = torch.zeros(5, 6)
