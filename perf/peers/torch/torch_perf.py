@@ -11,8 +11,9 @@ Method (perf/README.md): warmup at the largest and the smallest size; per size o
 call, a barrier, then -n blocking calls (dist.all_reduce with async_op=False, which
 returns when the operation is complete) back to back, each on the next message-sized
 slice of one buffer of the largest size; the time is the mean over ranks of time / n.
-torch's all_reduce is in place only; its figures fill the out-of-place fields, the ones
-perf/compare reads. busbw = algbw x 2(n-1)/n, nccl-tests' all_reduce factor.
+torch's all_reduce exists only in place: its figures fill both the in-place fields and the
+out-of-place ones (perf/compare reads one or the other). busbw = algbw x 2(n-1)/n,
+nccl-tests' all_reduce factor.
 """
 import argparse
 import json
@@ -78,10 +79,12 @@ def main():
         busbw = algbw * 2 * (n - 1) / n
         if rank == 0:
             print(f"{size:12d} {count:12d} float sum {seconds * 1e6:10.2f} us {algbw:7.3f} {busbw:7.3f}", flush=True)
-        results.append({"collective": "all_reduce", "size": size, "count": count, "type": "float", "op": "sum",
-                        "root": -1, "ranks": n, "oop_time_us": seconds * 1e6, "oop_algbw": algbw,
-                        "oop_busbw": busbw, "oop_wrong": None, "ip_time_us": None, "ip_algbw": None,
-                        "ip_busbw": None, "ip_wrong": None})
+        row = {"collective": "all_reduce", "size": size, "count": count, "type": "float", "op": "sum", "root": -1,
+               "ranks": n}
+        for side in ("oop_", "ip_"):
+            row.update({side + "time_us": seconds * 1e6, side + "algbw": algbw, side + "busbw": busbw,
+                        side + "wrong": None})
+        results.append(row)
     if rank == 0 and a.json:
         with open(a.json, "w") as f:
             json.dump({"tool": "torch-perf", "backend": f"torch-{a.backend}", "collective": "all_reduce",
