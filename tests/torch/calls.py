@@ -7,15 +7,17 @@ on the ranks of one job (any launcher; ctest runs 3 ranks under strata-run):
 Each rank builds every rank's inputs itself (they depend only on rank and a seed), so it
 knows the expected result of each call. Covered: all_reduce with SUM, PRODUCT, MIN, MAX,
 AVG on every dtype strata reduces, bool MIN/MAX, the coalesced forms of all_reduce and
-all_gather, a non-contiguous tensor, async_op with
-wait/is_completed/get_future; broadcast of a dtype strata cannot reduce (int16); reduce;
-all_gather (list and into one tensor); reduce_scatter (list and tensor); all_to_all and
-all_to_all_single with uneven splits; gather; scatter; send/recv, isend/irecv and
-batch_isend_irecv in a ring; barrier; a new_group sub-group; and the clear errors for an
-unsupported op, dtype and a CUDA-less bad root. Prints one line per failed check and a
-verdict per rank; exit 1 on any failure.
+all_gather, a non-contiguous tensor, async_op with wait/is_completed/get_future;
+broadcast of a dtype strata cannot reduce (int16); reduce; all_gather (list and into one
+tensor); reduce_scatter (list and tensor); all_to_all and all_to_all_single with uneven
+splits; gather; scatter; send/recv, isend/irecv (8 MiB, both posting orders) and
+batch_isend_irecv in a ring; barrier; a new_group sub-group; the clear errors for an
+unsupported op and dtype; then init_process_group again with file:// and tcp://. Prints
+one line per failed check and a verdict per rank; exit 1 on any failure.
 """
+import os
 import sys
+import tempfile
 import warnings
 
 import torch
@@ -239,6 +241,16 @@ def main():
     check("all_reduce after refused calls", x, torch.full((2,), float(n)))
 
     dist.destroy_process_group()
+
+    # the other init methods, with rank and world size given (this job's own store is gone)
+    job = os.environ.get("STRATA_SECRET", str(os.getppid()))[:12]
+    host = os.environ.get("MASTER_ADDR", "127.0.0.1")
+    for method in (f"file://{tempfile.gettempdir()}/strata-calls-{job}", f"tcp://{host}:{os.environ['MASTER_PORT']}"):
+        dist.init_process_group("strata", init_method=method, rank=rank, world_size=n)
+        x = torch.full((3,), float(rank))
+        dist.all_reduce(x)
+        check(f"all_reduce after init_method {method.split(':')[0]}://", x, torch.full((3,), n * (n - 1) / 2))
+        dist.destroy_process_group()
     for f in failures:
         print(f"rank {rank}: FAIL {f}")
     print(f"calls: rank {rank} of {n}: {'PASS' if not failures else f'FAIL ({len(failures)} checks)'}")
