@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/bootstrap/id_exchange.hpp"
 #include "core/bootstrap/launch_env.hpp"
@@ -130,25 +131,36 @@ UniqueId get_unique_id() {
   return bootstrap::encode_id(f);
 }
 
-static Comm init(int nranks, int rank, const net::SockAddr& root, const bootstrap::Secret& secret) {
+static Comm init(int nranks, int rank, const net::SockAddr& root, const bootstrap::Secret& secret,
+                 const CommOptions& options = {}) {
   if (nranks < 1) throw InvalidArgument("nranks must be at least 1, got " + std::to_string(nranks));
   if (rank < 0 || rank >= nranks)
     throw InvalidArgument("rank " + std::to_string(rank) + " is outside [0, " + std::to_string(nranks) + ")");
+  if (!(options.timeout_s >= 0) || !std::isfinite(options.timeout_s))
+    throw InvalidArgument("CommOptions::timeout_s must be a finite number of seconds >= 0 (0: STRATA_TIMEOUT), got " +
+                          std::to_string(options.timeout_s));
   log::set_thread_rank(rank);
   Config cfg = Config::from_env();
   check_algo_setting(cfg.algo);  // before joining: the root then names this rank as missing
+  if (options.timeout_s > 0) {
+    cfg.timeout_s = options.timeout_s;
+    cfg.timeout_from = "CommOptions::timeout_s";
+  }
   auto spec = parse_hierarchy_spec(settings::text("STRATA_HIERARCHY"));
   net::Fd listener = listen_like(root);
   auto table = bootstrap::join(root, secret, rank, nranks, my_info(cfg, listener, emulated_node(spec, rank)),
                                net::deadline_after(cfg.timeout_s));
   Comm c = CommState::create(rank, nranks, table, listener, secret, 1, cfg, spec);
-  STRATA_INFO("communicator ready: rank %d of %d, host %s", rank, nranks, table[rank].host);
+  STRATA_INFO("communicator ready: rank %d of %d, host %s, timeout %g s (%s)", rank, nranks, table[rank].host,
+              cfg.timeout_s, cfg.timeout_from);
   return c;
 }
 
-Comm Comm::init_rank(int nranks, const UniqueId& id, int rank) {
+Comm Comm::init_rank(int nranks, const UniqueId& id, int rank) { return init_rank(nranks, id, rank, {}); }
+
+Comm Comm::init_rank(int nranks, const UniqueId& id, int rank, const CommOptions& options) {
   bootstrap::IdFields f = bootstrap::decode_id(id);
-  return init(nranks, rank, f.root, f.secret);
+  return init(nranks, rank, f.root, f.secret, options);
 }
 
 LaunchInfo launch_info() {

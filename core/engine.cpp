@@ -322,7 +322,7 @@ void Engine::fail_stuck(Clock::duration probed) {
       waited = l->peer();
       break;
     }
-  const std::string T = std::to_string(cfg_.timeout_s) + " s (STRATA_TIMEOUT)";
+  const std::string T = std::to_string(cfg_.timeout_s) + " s (" + cfg_.timeout_from + ")";
   const std::vector<int> silent = silent_peers();
   if (silent.empty()) {
     relay_ = {'A', 0, 0, kUnsure, waited};

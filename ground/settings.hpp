@@ -52,7 +52,8 @@ void warn_unknown();
 
 // The settings a communicator is made with, read when it is created.
 struct Config {
-  double timeout_s;       // STRATA_TIMEOUT
+  double timeout_s;       // STRATA_TIMEOUT, or CommOptions::timeout_s
+  const char* timeout_from = "STRATA_TIMEOUT";  // which of the two, for messages
   std::string transport;  // STRATA_TRANSPORT: "" (auto), "shm", "tcp", "ucx" or "ibverbs"
   std::string algo;       // STRATA_ALGO: "" (the tuner) or an algorithm's name
   int tcp_nsocks;         // STRATA_TCP_NSOCKS

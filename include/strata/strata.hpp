@@ -58,6 +58,15 @@ struct HierarchyLevel {
   std::vector<int> group;
 };
 
+// Settings of one communicator that take precedence over the STRATA_* environment
+// (docs/environment.md), for front ends that receive them from their own caller (the
+// torch.distributed backend passes init_process_group's timeout).
+struct CommOptions {
+  // Seconds without progress before a peer is declared stuck, and the bound on joining
+  // the bootstrap and connecting; 0: STRATA_TIMEOUT. Negative or not finite: InvalidArgument.
+  double timeout_s = 0;
+};
+
 class Request;
 struct CommState;
 class OpQueue;
@@ -69,6 +78,7 @@ class Comm {
 
   // Collective over the `nranks` callers that pass the same id.
   static Comm init_rank(int nranks, const UniqueId& id, int rank);
+  static Comm init_rank(int nranks, const UniqueId& id, int rank, const CommOptions& options);
   // Under a launcher (strata-run, torchrun, mpirun, srun): rank and size from its
   // variables; rank 0's bootstrap root at STRATA_ROOT, or found through the launcher
   // (docs/launcher.md). InvalidArgument, naming the variables, when none is found.
@@ -82,9 +92,9 @@ class Comm {
   std::vector<HierarchyLevel> hierarchy() const;
 
   // Collective over this communicator. Ranks with the same color (>= 0) form a new
-  // communicator, ordered by (key, old rank); kSplitNoColor returns a null Comm. Any
-  // other negative color is an InvalidArgument on every rank (the communicator stays
-  // usable).
+  // communicator, ordered by (key, old rank), with this one's settings (timeout included);
+  // kSplitNoColor returns a null Comm. Any other negative color is an InvalidArgument on
+  // every rank (the communicator stays usable).
   Comm split(int color, int key);
 
   // Finishes queued operations, tells peers this rank is leaving, releases everything.

@@ -9,6 +9,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <cmath>
+#include <limits>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -393,6 +396,50 @@ TEST(ApiInit, BadInitArgumentsAreInvalidArgument) {
   EXPECT_INVALID_ARG(Comm::init_rank(1, id, 1));
   EXPECT_INVALID_ARG(Comm::init_rank(1, id, -1));
   EXPECT_INVALID_ARG(Comm::init_rank(4, id, 4));
+  alarm(0);
+}
+
+TEST(ApiInit, BadOptionsAreInvalidArgument) {
+  common_env();
+  alarm(60);
+  UniqueId id = get_unique_id();
+  for (double t : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()})
+    EXPECT_INVALID_ARG(Comm::init_rank(1, id, 0, CommOptions{t})) << "timeout_s " << t;
+  Comm c = Comm::init_rank(1, id, 0, CommOptions{0});  // 0: STRATA_TIMEOUT, and the id still works
+  EXPECT_EQ(c.size(), 1);
+  c.destroy();
+  alarm(0);
+}
+
+// CommOptions::timeout_s, not STRATA_TIMEOUT (20 s here), bounds the wait for a peer that
+// never takes part: rank 0's all_reduce fails after about 1.5 s, naming rank 1.
+TEST(ApiInit, OptionsTimeoutTakesPrecedenceOverTheEnvironment) {
+  common_env();
+  alarm(60);
+  const double timeout = 1.5;
+  UniqueId id = get_unique_id();
+  Comm comms[2];
+  std::thread second([&] { comms[1] = Comm::init_rank(2, id, 1, CommOptions{timeout}); });
+  comms[0] = Comm::init_rank(2, id, 0, CommOptions{timeout});
+  second.join();
+  std::vector<float> x(1024, 1.f);
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    comms[0].all_reduce(x.data(), x.data(), x.size(), f32, sum);
+    ADD_FAILURE() << "all_reduce without its peer returned";
+  } catch (const TimeoutError& e) {
+    EXPECT_EQ(e.peer(), 1) << e.what();
+    EXPECT_NE(std::string(e.what()).find("CommOptions::timeout_s"), std::string::npos) << e.what();
+  }
+  double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(dt, timeout * 0.9);
+  EXPECT_LT(dt, timeout + 3.0) << "the communicator waited for STRATA_TIMEOUT, not its CommOptions";
+  for (Comm& c : comms) {
+    try {
+      c.destroy();
+    } catch (const Error&) {
+    }
+  }
   alarm(0);
 }
 

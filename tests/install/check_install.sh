@@ -2,9 +2,11 @@
 # Installs the build into a temporary prefix, builds examples/all_reduce.cpp against the
 # installed tree with find_package(strata) and with pkg-config (the source tree's headers
 # are not on either command line), and runs both on 2 ranks with the installed strata-run.
-#   check_install.sh BUILD_DIR SOURCE_DIR
+# With the torch backend built, the installed Python package runs
+# examples/torch_all_reduce.py on 2 ranks too, on the installed libstrata.
+#   check_install.sh BUILD_DIR SOURCE_DIR [PYTHON_WITH_TORCH]
 set -euo pipefail
-build=$1 src=$2
+build=$1 src=$2 python=${3:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
@@ -35,4 +37,24 @@ if ! grep -q "$prefix/.*libstrata.so" <<<"$libs"; then
   echo "FAIL: the installed strata-perf does not load the installed libstrata"
   exit 1
 fi
-echo "install: built against the installed tree with find_package and pkg-config; both passed on 2 ranks"
+torch=""
+if [ -n "$python" ]; then
+  module=$(find "$prefix" -name '_torch_backend*.so' | head -1)
+  if [ -z "$module" ]; then
+    echo "FAIL: the torch backend was built but not installed under $prefix"
+    exit 1
+  fi
+  if ! ldd "$module" | grep -q "$prefix/.*libstrata.so"; then
+    ldd "$module"
+    echo "FAIL: the installed torch backend does not load the installed libstrata"
+    exit 1
+  fi
+  out=$(PYTHONPATH=$(dirname "$(dirname "$module")") "$prefix/bin/strata-run" -n 2 -- "$python" "$src/examples/torch_all_reduce.py")
+  echo "$out"
+  if [ "$(grep -c 'floats passed' <<<"$out")" != 2 ]; then
+    echo "FAIL: the installed torch backend did not pass on both ranks"
+    exit 1
+  fi
+  torch="; the installed torch backend passed on 2 ranks"
+fi
+echo "install: built against the installed tree with find_package and pkg-config; both passed on 2 ranks$torch"

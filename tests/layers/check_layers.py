@@ -4,7 +4,9 @@
 Layers, lowest first: ground; algorithms and transports (beside each other, neither
 includes the other); core; api. Public headers (include/) are the contract every layer
 may use. Tools (launcher, topology, perf, training) are above the library: nothing in the
-library may include them. Prints one line per offending include, then a verdict.
+library may include them. Front ends outside the library (python/: the torch backend)
+use the public headers and their own files only. Prints one line per offending include,
+then a verdict.
 """
 import os
 import re
@@ -19,30 +21,46 @@ MAY_INCLUDE = {
     "core": {"ground", "algorithms", "transports", "core"},
     "api": {"ground", "algorithms", "transports", "core", "api"},
 }
-PROJECT_FOLDERS = set(MAY_INCLUDE) | {"launcher", "topology", "perf", "training", "tests", "tools"}
+# Folders that may include only public headers and files of their own folder.
+PUBLIC_ONLY = {"python"}
+PROJECT_FOLDERS = set(MAY_INCLUDE) | PUBLIC_ONLY | {"launcher", "topology", "perf", "training", "tests", "tools"}
+SOURCES = (".cpp", ".hpp", ".h", ".c", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+
+
+def includes(root, folder):
+    """(source file, its folder, included name) for every quoted include below root/folder."""
+    for dirpath, _, files in os.walk(os.path.join(root, folder)):
+        for f in files:
+            if f.endswith(SOURCES):
+                path = os.path.join(dirpath, f)
+                for inc in INCLUDE.findall(open(path, encoding="utf-8", errors="replace").read()):
+                    yield path, dirpath, inc
 
 
 def check(ROOT):
     bad, checked = [], 0
     for layer, allowed in MAY_INCLUDE.items():
-        for dirpath, _, files in os.walk(os.path.join(ROOT, layer)):
-            for f in files:
-                if not f.endswith((".cpp", ".hpp", ".h", ".c", ".cu", ".cuh")):
-                    continue
-                path = os.path.join(dirpath, f)
-                text = open(path, encoding="utf-8", errors="replace").read()
-                for inc in INCLUDE.findall(text):
-                    checked += 1
-                    top = inc.split("/")[0]
-                    if os.path.exists(os.path.join(ROOT, "include", inc)):
-                        continue  # a public header
-                    if "/" not in inc:
-                        bad.append(f"{os.path.relpath(path, ROOT)}: \"{inc}\" is not path-qualified")
-                    elif top in allowed:
-                        continue
-                    elif top in PROJECT_FOLDERS:
-                        bad.append(f"{os.path.relpath(path, ROOT)}: {layer} includes \"{inc}\" from {top}")
+        for path, _, inc in includes(ROOT, layer):
+            checked += 1
+            top = inc.split("/")[0]
+            if os.path.exists(os.path.join(ROOT, "include", inc)):
+                continue  # a public header
+            if "/" not in inc:
+                bad.append(f"{os.path.relpath(path, ROOT)}: \"{inc}\" is not path-qualified")
+            elif top in allowed:
+                continue
+            elif top in PROJECT_FOLDERS:
+                bad.append(f"{os.path.relpath(path, ROOT)}: {layer} includes \"{inc}\" from {top}")
+    for front in PUBLIC_ONLY:
+        top_dir = os.path.realpath(os.path.join(ROOT, front))
+        for path, dirpath, inc in includes(ROOT, front):
+            checked += 1
+            if os.path.exists(os.path.join(ROOT, "include", inc)):
+                continue
+            local = os.path.realpath(os.path.join(dirpath, inc))
+            if not (os.path.exists(local) and local.startswith(top_dir + os.sep)):
+                bad.append(f"{os.path.relpath(path, ROOT)}: {front} uses the public headers only, not \"{inc}\"")
     for b in bad:
         print(b)
     print(f"layers: {checked} includes checked, {len(bad)} against the layering")
@@ -58,7 +76,15 @@ def planted_violation_is_caught():
             open(os.path.join(tmp, folder, "x.hpp"), "w").write(text)
         caught = check(tmp) == 1
     print("planted upward include:", "caught" if caught else "NOT caught")
-    return 0 if caught else 1
+    with tempfile.TemporaryDirectory() as tmp:  # a front end reaching into the library
+        os.makedirs(os.path.join(tmp, "python", "b"))
+        os.makedirs(os.path.join(tmp, "core"))
+        open(os.path.join(tmp, "core", "engine.hpp"), "w").write("\n")
+        open(os.path.join(tmp, "python", "b", "own.hpp"), "w").write("\n")
+        open(os.path.join(tmp, "python", "b", "x.cpp"), "w").write('#include "own.hpp"\n#include "../../core/engine.hpp"\n')
+        front = check(tmp) == 1
+    print("planted front-end include of core:", "caught" if front else "NOT caught")
+    return 0 if caught and front else 1
 
 
 def main():

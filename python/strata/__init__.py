@@ -1,0 +1,4 @@
+"""Strata from Python.
+
+`import strata.torch` registers the torch.distributed backend "strata" (docs/torch.md).
+"""
