@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <strata/strata.hpp>
 #include <string>
@@ -16,6 +17,7 @@
 
 #include "checkpoint.hpp"
 #include "data.hpp"
+#include "diloco.hpp"
 #include "errors.hpp"
 #include "group.hpp"
 #include "kernels.hpp"
@@ -76,21 +78,27 @@ int run(int argc, char** argv) {
   st::validate_options(o, world, launched);
   st::TextData data = st::TextData::load(o.data, o.model.ctx);
   std::optional<st::CheckpointReader> ckpt;
+  std::unique_ptr<st::CheckpointReader> outer_ckpt;
   if (!o.resume.empty()) {
-    ckpt.emplace(o.resume);
+    ckpt.emplace(st::resume_dir(o, rank, world));
     st::check_checkpoint_matches(ckpt->header(), o);
+    if (st::diloco_on(o)) outer_ckpt = st::open_outer(o.resume, ckpt->header());
   }
   if (!o.save.empty()) check_save_dir(o.save);
 
-  st::Group group = launched ? st::Group(strata::Comm::init_from_env()) : st::Group();
+  strata::Comm job = launched ? strata::Comm::init_from_env() : strata::Comm();
+  st::Group group = launched ? st::make_group(o, job) : st::Group();
   const bool root = rank == 0;
   int threads = o.threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency() / world);
   st::set_blas_threads(threads);
 
   st::Trainer trainer(o, group, data, st::cpu_kernels());
+  std::unique_ptr<st::Diloco> diloco;
+  if (st::diloco_on(o)) diloco = std::make_unique<st::Diloco>(o, job, trainer);
   if (ckpt) {
     trainer.load(*ckpt);
+    if (diloco) diloco->load(*outer_ckpt, trainer);
     if (root) {
       const st::CheckpointHeader& h = ckpt->header();
       std::printf("resumed from %s at step %d\n", ckpt->path().c_str(), trainer.step());
@@ -118,6 +126,7 @@ int run(int argc, char** argv) {
                 o.steps, o.lr, o.warmup, o.lr * 0.1, o.wd, o.clip,
                 static_cast<unsigned long long>(o.seed));
     std::fputs(trainer.memory_report().c_str(), stdout);
+    if (diloco) std::fputs(diloco->describe().c_str(), stdout);
   }
 
   const double tokens = static_cast<double>(o.batch) * o.model.ctx;
@@ -126,7 +135,7 @@ int run(int argc, char** argv) {
   auto do_eval = [&] {
     if (o.eval_batches == 0) return;
     double t0 = now_s();
-    last_val = trainer.evaluate();
+    last_val = diloco ? diloco->evaluate(trainer) : trainer.evaluate();
     if (root)
       std::printf("step %5d | val loss %.6f | %d batches | %.2f s\n", trainer.step(), last_val,
                   o.eval_batches, now_s() - t0);
@@ -135,6 +144,7 @@ int run(int argc, char** argv) {
   while (trainer.step() < stop) {
     double t0 = now_s();
     st::StepResult r = trainer.train_step();
+    if (diloco) diloco->after_step();
     double dt = now_s() - t0;
     last_loss = r.loss;
     comm_wait += r.comm_wait_s;
@@ -147,14 +157,16 @@ int run(int argc, char** argv) {
       std::printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %8.0f tok/s | %7.1f ms", s,
                   o.steps, r.loss, r.lr, r.grad_norm, tokens / dt, dt * 1e3);
       if (o.dp > 1) std::printf(" (comm wait %.1f)", r.comm_wait_s * 1e3);
+      if (diloco) std::printf(" | %s", diloco->progress().c_str());
       std::printf(" | ETA %s\n", duration_text(avg * (stop - s)).c_str());
     }
     if ((o.eval_every > 0 && s % o.eval_every == 0) || s == o.steps) do_eval();
     if (!o.save.empty() && ((o.save_every > 0 && s % o.save_every == 0) || s == stop)) {
-      trainer.save(o.save);
-      if (root) std::printf("saved %s at step %d\n", st::checkpoint_path(o.save).c_str(), s);
+      diloco ? diloco->save(o.save, trainer) : trainer.save(o.save);
+      if (root) std::printf("saved %s at step %d\n", (diloco ? o.save : st::checkpoint_path(o.save)).c_str(), s);
     }
   }
+  if (diloco && trainer.step() == o.steps) diloco->finish(trainer);  // the replicas adopt the global model
   double elapsed = now_s() - t_start;
   int ran = trainer.step() - first + 1;
   if (root) {
@@ -164,6 +176,7 @@ int run(int argc, char** argv) {
     if (!std::isnan(last_val)) std::printf(" | val loss %.6f", last_val);
     if (o.dp > 1 && ran > 0) std::printf(" | comm wait %.1f ms/step", comm_wait / ran * 1e3);
     std::printf("\n");
+    if (diloco) std::fputs(diloco->summary().c_str(), stdout);
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
     std::printf("peak RSS rank 0: %.1f MB", ru.ru_maxrss / 1024.0);
@@ -181,6 +194,7 @@ int run(int argc, char** argv) {
               static_cast<unsigned long long>(trainer.param_checksum()));
   std::fflush(stdout);
   group.destroy();
+  if (diloco) diloco->close();
   return 0;
 }
 

@@ -24,7 +24,7 @@ Trainer::Trainer(const Options& o, Group& group, const TextData& data, const Ker
       group_(group),
       data_(data),
       k_(k),
-      local_batch_(o.batch / group.size()),
+      local_batch_(o.batch / group.data_ranks()),
       layout_(o.model, group.size(), bucket_elems(o.bucket_mb)),
       params_(layout_.padded_size()),
       sync_(group, layout_, o.zero),
@@ -44,7 +44,7 @@ Trainer::Trainer(const Options& o, Group& group, const TextData& data, const Ker
 
 StepResult Trainer::train_step() {
   const int T = o_.model.ctx;
-  sampler_.next(data_, o_.batch, T, group_.rank(), group_.size(), inputs_.data(), targets_.data());
+  sampler_.next(data_, o_.batch, T, group_.data_rank(), group_.data_ranks(), inputs_.data(), targets_.data());
   sync_.begin_step();
   loss_ = model_->forward(inputs_.data(), targets_.data(), local_batch_, T);
   // Queued ahead of the gradient buckets; it completes while backward runs. (A member, not
@@ -72,12 +72,17 @@ StepResult Trainer::train_step() {
 
 double Trainer::evaluate() {
   const int T = o_.model.ctx;
+  // Every slice of each validation batch, shared out over this group's ranks (one each,
+  // unless the group is one island of several: DiLoCo).
   double sum = 0;
+  int done = 0;
   for (int i = 0; i < o_.eval_batches; ++i) {
-    val_batch(data_, i, o_.batch, T, group_.rank(), group_.size(), inputs_.data(), targets_.data());
-    sum += model_->forward(inputs_.data(), targets_.data(), local_batch_, T);
+    for (int slice = group_.rank(); slice < group_.data_ranks(); slice += group_.size(), ++done) {
+      val_batch(data_, i, o_.batch, T, slice, group_.data_ranks(), inputs_.data(), targets_.data());
+      sum += model_->forward(inputs_.data(), targets_.data(), local_batch_, T);
+    }
   }
-  float mean = o_.eval_batches ? static_cast<float>(sum / o_.eval_batches) : 0.0f;
+  float mean = done ? static_cast<float>(sum / done) : 0.0f;
   group_.all_reduce_avg(&mean, 1).wait();
   return mean;
 }

@@ -41,6 +41,8 @@ class Trainer {
   void load(const CheckpointReader& r);
 
   const ParamLayout& layout() const { return layout_; }
+  float* params() { return params_.data(); }  // the flat (padded) parameter buffer
+  CheckpointHeader checkpoint_header() const;  // this run's model, data position and step
   uint64_t param_checksum() const;  // over the canonical parameters
   std::string memory_report() const;
   int staging_peak() const { return sync_.staging_peak(); }

@@ -41,23 +41,25 @@ void Trainer::save(const std::string& dir) {
       emit(b, bucket.data());
     }
   }
-  if (root) {
-    CheckpointHeader h{};
-    h.vocab = o_.model.vocab;
-    h.ctx = o_.model.ctx;
-    h.layers = o_.model.layers;
-    h.heads = o_.model.heads;
-    h.dim = o_.model.dim;
-    h.batch = o_.batch;
-    h.seed = o_.seed;
-    h.step = step_;
-    std::memcpy(h.data_rng, sampler_.rng().state(), sizeof h.data_rng);
-    h.batches_drawn = sampler_.batches_drawn();
-    h.num_params = layout_.num_params();
-    w->commit(h);
-  }
+  if (root) w->commit(checkpoint_header());
   // Nobody moves on (or exits) before the file is in place.
   group_.barrier();
+}
+
+CheckpointHeader Trainer::checkpoint_header() const {
+  CheckpointHeader h{};
+  h.vocab = o_.model.vocab;
+  h.ctx = o_.model.ctx;
+  h.layers = o_.model.layers;
+  h.heads = o_.model.heads;
+  h.dim = o_.model.dim;
+  h.batch = o_.batch;
+  h.seed = o_.seed;
+  h.step = step_;
+  std::memcpy(h.data_rng, sampler_.rng().state(), sizeof h.data_rng);
+  h.batches_drawn = sampler_.batches_drawn();
+  h.num_params = layout_.num_params();
+  return h;
 }
 
 void check_checkpoint_matches(const CheckpointHeader& h, const Options& o) {

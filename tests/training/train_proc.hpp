@@ -21,6 +21,7 @@ struct TrainRun {
   std::map<int, std::string> loss;      // step -> loss as printed ("%.6f")
   std::map<int, std::string> val_loss;  // step -> validation loss as printed
   std::vector<std::string> checksums;   // one per rank that finished
+  std::vector<std::string> outer;       // DiLoCo's "outer sync: ..." summary line, if any
   std::string command;
   bool ok() const { return proc.exited && proc.exit_code == 0 && !proc.killed_by_deadline; }
   std::string describe() const {
@@ -29,15 +30,17 @@ struct TrainRun {
   }
 };
 
-// ranks == 0: strata-train on its own (no launcher, no STRATA_RANK).
-inline TrainRun run_train(int ranks, const std::vector<std::string>& args, double deadline_s = 90) {
+// ranks == 0: strata-train on its own (no launcher, no STRATA_RANK). `env`: added settings.
+inline TrainRun run_train(int ranks, const std::vector<std::string>& args, double deadline_s = 90,
+                          std::map<std::string, std::string> env = {}) {
   std::vector<std::string> argv;
   if (ranks > 0) argv = {STRATA_RUN_PATH, "-n", std::to_string(ranks), "--"};
   argv.push_back(STRATA_TRAIN_PATH);
   argv.insert(argv.end(), args.begin(), args.end());
   TrainRun r;
   for (auto& a : argv) r.command += a + " ";
-  r.proc = strata_test::run_one(argv, {{"STRATA_TIMEOUT", "60"}}, deadline_s);
+  env["STRATA_TIMEOUT"] = "60";
+  r.proc = strata_test::run_one(argv, env, deadline_s);
   std::istringstream in(r.proc.out);
   std::string line;
   while (std::getline(in, line)) {
@@ -50,6 +53,8 @@ inline TrainRun run_train(int ranks, const std::vector<std::string>& args, doubl
       r.val_loss[step] = buf;
     else if (std::sscanf(line.c_str(), "rank %*d parameter checksum %63s", buf) == 1)
       r.checksums.push_back(buf);
+    else if (line.starts_with("outer sync: "))
+      r.outer.push_back(line);
   }
   return r;
 }
