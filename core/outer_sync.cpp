@@ -33,7 +33,7 @@ struct Fingerprint {
   int32_t valid;  // this rank's own arguments passed the local checks
 };
 
-std::string local_problem(const float* params, size_t count, const OuterSyncConfig& c) {
+std::string local_problem(const float* params, const OuterSyncConfig& c) {
   auto bad = [](const std::string& s) { return "outer sync: " + s; };
   if (!params) return bad("params is null");
   if (!(std::isfinite(c.lr) && c.lr >= 0)) return bad("lr must be a finite number >= 0");
@@ -47,7 +47,6 @@ std::string local_problem(const float* params, size_t count, const OuterSyncConf
     return bad("overlap (tau) must be from 0 to every - 1 = " + std::to_string(c.every - 1) +
                ": a fragment is applied before its next exchange");
   if (!(c.mix >= 0 && c.mix <= 1)) return bad("mix (alpha) must be in [0, 1]");
-  (void)count;
   return {};
 }
 
@@ -98,6 +97,9 @@ struct OuterSync::Impl {
 
   void start(size_t p);
   void exchange(size_t p);  // on the worker thread
+  // Runs a collective of the island or the crossing; a failure names the job's rank.
+  template <class Call>
+  void on(bool crossing, const Call& call);
   void outer_step(float* theta, float* buf, const float* g, size_t n) const;
   void wait(size_t p);
   void wait_all();
@@ -130,7 +132,7 @@ void OuterSync::Impl::exchange(size_t p) {
   piece.resize(n);
   // Reduce-scatter across islands: piece k of every island's share goes to island k.
   wire_encode(cfg.format, d, f.share, sent.data());
-  if (K > 1) across.all_to_all(sent.data(), got.data(), E, DataType::uint8);
+  if (K > 1) on(true, [&] { across.all_to_all(sent.data(), got.data(), E, DataType::uint8); });
   else got = sent;
   // The owner sums the decoded pieces in fp32, in island order, and encodes the mean once.
   wire_decode(cfg.format, got.data(), n, acc.data());
@@ -142,16 +144,33 @@ void OuterSync::Impl::exchange(size_t p) {
     for (size_t i = 0; i < n; ++i) acc[i] /= static_cast<float>(K);
   wire_encode(cfg.format, acc.data(), n, sent.data() + mine * E);
   // All-gather of the encoded means: every island decodes the same bytes.
-  if (K > 1) across.all_gather(sent.data() + mine * E, sent.data(), E, DataType::uint8);
+  if (K > 1) on(true, [&] { across.all_gather(sent.data() + mine * E, sent.data(), E, DataType::uint8); });
   wire_decode(cfg.format, sent.data(), f.share, d);
   outer_step(my_snapshot_share(p), momentum.data() + f.share_at, d, f.share);
   if (isl.size > 1)
-    island.all_gather(my_snapshot_share(p), snapshot.data() + f.packed, f.share, DataType::float32);
+    on(false, [&] { island.all_gather(my_snapshot_share(p), snapshot.data() + f.packed, f.share, DataType::float32); });
   const uint64_t wire = 2 * (K - 1) * E;
   bytes += wire;
   ++exchanges;
   STRATA_INFO("outer sync: fragment %zu exchanged (%s, share %zu of %zu elements): %llu bytes sent across islands",
               p, name(cfg.format), f.share, f.padded, static_cast<unsigned long long>(wire));
+}
+
+template <class Call>
+void OuterSync::Impl::on(bool crossing, const Call& call) {
+  try {
+    call();
+  } catch (const PeerError& e) {
+    int job = -1;  // the peer's rank in the caller's communicator
+    for (size_t r = 0; r < isl.island.size(); ++r)
+      if (crossing ? isl.local[r] == me_local && isl.island[r] == e.peer()
+                   : isl.island[r] == me_island && isl.local[r] == e.peer())
+        job = static_cast<int>(r);
+    const std::string msg = std::string("outer sync, ") + (crossing ? "across islands" : "inside the island") +
+                            ": job rank " + std::to_string(job) + " failed (" + e.what() + ")";
+    if (e.kind() == ErrorKind::timeout) throw TimeoutError(job, msg);
+    throw PeerError(job, msg);
+  }
 }
 
 // torch.optim.SGD(lr, momentum, dampening=0, nesterov) on Δ, in its order of operations:
@@ -212,7 +231,7 @@ OuterSync::OuterSync(Comm comm, float* params, size_t count, const OuterSyncConf
   const CommState& s = CommState::of(comm);
   // Local checks first, but every rank still joins the exchange below, so that a rank with
   // bad arguments does not leave the others waiting for it.
-  std::string problem = local_problem(params, count, cfg);
+  std::string problem = local_problem(params, cfg);
   OuterLayout lay;
   Islands isl;
   if (problem.empty()) {
@@ -332,7 +351,7 @@ void OuterSync::save_state(float* snapshot, float* momentum) {
   for (const Fragment& f : m.lay.fragments) {
     const float* mine = m.momentum.data() + f.share_at;
     if (m.isl.size > 1)
-      m.island.all_gather(mine, gathered.data() + f.packed, f.share, DataType::float32);
+      m.on(false, [&] { m.island.all_gather(mine, gathered.data() + f.packed, f.share, DataType::float32); });
     else
       std::memcpy(gathered.data() + f.packed, mine, f.share * sizeof(float));
   }

@@ -9,12 +9,13 @@
 //   outer_sync_worker --out DIR [--n N] [--steps S] [--lr X] [--momentum X] [--nesterov 0|1]
 //       [--formats fp32,bf16,...] [--every H] [--fragments F] [--overlap T] [--mix A]
 //       [--islands K] [--segments a,b,...] [--manual] [--zero-start] [--c-api]
-//       [--save-at K] [--load DIR] [--bad-rank R]
+//       [--save-at K] [--load DIR] [--bad-rank R] [--die-rank R --die-at T]
 //
 // File DIR/trace_<format>_r<rank>.bin: the initial parameters[n]; for each step run
 // (1..S, or save_at+1..S with --load): before[n], after[n]; then global[n]; then
 // bytes_sent and exchanges as two float64.
 #include <algorithm>
+#include <csignal>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -41,6 +42,7 @@ struct Args {
   bool manual = false, zero_start = false, c_api = false;
   int save_at = 0;
   int bad_rank = -1;
+  int die_rank = -1, die_at = 0;  // that rank kills itself before the outer call of step T
 };
 
 std::vector<std::string> split_list(const std::string& s) {
@@ -76,6 +78,8 @@ Args parse(int argc, char** argv) {
     else if (k == "--islands") a.cfg.islands = std::stoi(val());
     else if (k == "--save-at") a.save_at = std::stoi(val());
     else if (k == "--bad-rank") a.bad_rank = std::stoi(val());
+    else if (k == "--die-rank") a.die_rank = std::stoi(val());
+    else if (k == "--die-at") a.die_at = std::stoi(val());
     else if (k == "--manual") a.manual = true;
     else if (k == "--zero-start") a.zero_start = true;
     else if (k == "--c-api") a.c_api = true;
@@ -208,6 +212,7 @@ void run(const Args& a, Job& job, strata::WireFormat format) {
   for (int t = first; t <= a.steps; ++t) {
     inner_step(theta, isl, t);
     append(trace, theta.data(), a.n);
+    if (rank == a.die_rank && t == a.die_at) std::raise(SIGKILL);
     if (!a.manual) outer.step();
     else if (t % cfg.every == 0) outer.sync();
     append(trace, theta.data(), a.n);

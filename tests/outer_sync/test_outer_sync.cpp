@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/common/process.hpp"
+#include "tests/failure/failure_job.hpp"
 
 namespace {
 
@@ -402,5 +403,29 @@ TEST(OuterSync, BadConfigurationsAreRefusedOnEveryRank) {
         EXPECT_NE(line.find(b.message), std::string::npos) << line;
     }
     EXPECT_NE(r.out.find(b.message), std::string::npos) << strata_test::tail(r.out);
+  }
+}
+
+// A rank that dies before an outer step (streaming: an exchange of a fragment runs in the
+// background) is an error on every other rank, promptly, never a hang.
+TEST(OuterSync, DeadRankIsAnErrorOnTheOthers) {
+  const int T = 20;
+  strata_test::Job job = strata_test::spawn(
+      {OUTER_SYNC_WORKER_PATH, "--out", temp_dir(), "--steps", "8", "--every", "2", "--fragments", "2", "--overlap",
+       "1", "--die-rank", "3", "--die-at", "5"},
+      4, {{"STRATA_HIERARCHY", "node:2"}, {"STRATA_TIMEOUT", std::to_string(T)}}, {}, T + 30);
+  ASSERT_EQ(job.ranks.size(), 4u);
+  EXPECT_EQ(job.ranks[3].term_signal, SIGKILL) << job.dump();
+  for (int r : {0, 1, 2}) {
+    const strata_test::ProcResult& p = job.ranks[r];
+    EXPECT_FALSE(p.killed_by_deadline) << "rank " << r << " hung\n" << job.dump();
+    EXPECT_TRUE(p.exited && p.exit_code == 1) << "rank " << r << ": " << p.describe() << "\n" << job.dump();
+    EXPECT_LT(p.elapsed_s, 10.0) << "rank " << r << " noticed late\n" << job.dump();
+    const std::vector<std::string> errors = strata_test::lines_containing(p.out, "error: ");
+    ASSERT_FALSE(errors.empty()) << job.dump();
+    // Ranks 1 (its crossing partner) and 2 (its island mate) lose rank 3 itself and must
+    // name it by its rank in the job, not in the sub-communicator.
+    if (r != 0) EXPECT_NE(errors[0].find("job rank 3"), std::string::npos) << errors[0];
+    std::printf("rank %d after %.1f s: %s\n", r, p.elapsed_s, errors[0].c_str());
   }
 }
