@@ -10,12 +10,6 @@
 namespace strata::train {
 namespace {
 
-std::string mb(double bytes) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.2f MB", bytes / 1e6);
-  return b;
-}
-
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
 // Layer groups in buffer order, as segment lengths: the embeddings, each block, the final

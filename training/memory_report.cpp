@@ -7,13 +7,14 @@
 #include "trainer.hpp"
 
 namespace strata::train {
-namespace {
 
 std::string mb(double bytes) {
   char b[32];
   std::snprintf(b, sizeof b, "%.2f MB", bytes / 1e6);
   return b;
 }
+
+namespace {
 
 // Display width of UTF-8 text (Ψ is two bytes, one column).
 size_t width(const std::string& s) {

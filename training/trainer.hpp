@@ -66,6 +66,9 @@ class Trainer {
   float loss_ = 0;
 };
 
+// "12.34 MB" (10^6 bytes), as the reports print sizes.
+std::string mb(double bytes);
+
 // Throws TrainError when a checkpoint was written for a different model.
 void check_checkpoint_matches(const CheckpointHeader& h, const Options& o);
 
