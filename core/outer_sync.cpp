@@ -174,16 +174,18 @@ void OuterSync::Impl::on(bool crossing, const Call& call) {
 }
 
 // torch.optim.SGD(lr, momentum, dampening=0, nesterov) on Δ, in its order of operations:
-// buf = buf*μ + g; d = g + μ*buf (Nesterov) or buf; θ = θ + (-lr)*d.
+// buf = buf*μ + g; d = g + μ*buf (Nesterov) or buf; θ = θ + (-lr)*d. PyTorch's CPU kernels
+// compute `x.add(y, alpha=a)` as one fused multiply-add where the CPU has one, and so do
+// we: the results are then PyTorch's to the bit (tests/outer_sync compares).
 void OuterSync::Impl::outer_step(float* theta, float* buf, const float* g, size_t n) const {
   const float lr = cfg.lr, mu = cfg.momentum;
   for (size_t i = 0; i < n; ++i) {
     float d = g[i];
     if (mu != 0) {
       buf[i] = buf[i] * mu + g[i];
-      d = cfg.nesterov ? g[i] + mu * buf[i] : buf[i];
+      d = cfg.nesterov ? std::fma(mu, buf[i], g[i]) : buf[i];
     }
-    theta[i] = theta[i] + -lr * d;
+    theta[i] = std::fma(-lr, d, theta[i]);
   }
 }
 
