@@ -177,13 +177,16 @@ def main():
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--link-rate", default="100mbit")
     ap.add_argument("--only", help="comma-separated run names (default: all)")
+    ap.add_argument("--reverse", action="store_true", help="run the configurations in reverse order")
     ap.add_argument("--replot", action="store_true", help="redraw from DIR/diloco.json")
     a = ap.parse_args()
     if a.replot:
         with open(os.path.join(a.out, "diloco.json")) as f:
             return write_outputs(json.load(f), a)
     configs = [c for c in CONFIGS if not a.only or c[0] in a.only.split(",")]
-    results = [run(name, extra, a) for name, extra in configs]
+    order = list(reversed(configs)) if a.reverse else configs
+    by_name = {name: run(name, extra, a) for name, extra in order}
+    results = [by_name[name] for name, _ in configs]  # sync DP first: the baseline
     write_outputs(results, a)
 
 

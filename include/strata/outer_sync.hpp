@@ -92,7 +92,8 @@ class OuterSync {
   uint64_t bytes_per_sync() const;
 
   // For checkpoints. Waits for exchanges in flight. `snapshot` and `momentum` hold count
-  // floats in the buffer's order (momentum: zeros where no step has set it yet).
+  // floats in the buffer's order (momentum: -0.0 where no outer step has set it yet,
+  // which makes the first update `buf = Δ` exactly, as PyTorch's first step).
   // Collective over the island (the momentum is gathered from its shares).
   void save_state(float* snapshot, float* momentum);
   // Local. The parameters themselves are the caller's to restore; fragments whose
