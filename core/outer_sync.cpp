@@ -101,8 +101,10 @@ struct OuterSync::Impl {
   template <class Call>
   void on(bool crossing, const Call& call);
   void outer_step(float* theta, float* buf, const float* g, size_t n) const;
-  void wait(size_t p);
-  void wait_all();
+  // Waits for fragment p's exchange; `count`: the training loop's wait (step(), sync(),
+  // finish()), counted in stats, not a checkpoint's or an evaluation's.
+  void wait(size_t p, bool count = true);
+  void wait_all(bool count);
   void apply(size_t p);
   void unpack(const float* packed, float* out) const;  // fragment by fragment, packed -> buffer order
 };
@@ -189,17 +191,17 @@ void OuterSync::Impl::outer_step(float* theta, float* buf, const float* g, size_
   }
 }
 
-void OuterSync::Impl::wait(size_t p) {
+void OuterSync::Impl::wait(size_t p, bool count) {
   if (!inflight[p].valid()) return;
   const double t0 = now_s();
   Request r = std::move(inflight[p]);
   inflight[p] = Request();
   r.wait();
-  exposed += now_s() - t0;
+  if (count) exposed += now_s() - t0;
 }
 
-void OuterSync::Impl::wait_all() {
-  for (size_t p = 0; p < inflight.size(); ++p) wait(p);
+void OuterSync::Impl::wait_all(bool count) {
+  for (size_t p = 0; p < inflight.size(); ++p) wait(p, count);
 }
 
 // θ ← (1 − α)·θ_global + α·θ_local on the fragment's elements.
@@ -347,7 +349,7 @@ uint64_t OuterSync::bytes_per_sync() const {
 void OuterSync::save_state(float* snapshot, float* momentum) {
   Impl& m = checked();
   if (!snapshot || !momentum) throw InvalidArgument("outer sync: save_state needs two buffers of count floats");
-  m.wait_all();
+  m.wait_all(false);
   m.unpack(m.snapshot.data(), snapshot);
   std::vector<float> gathered(m.lay.packed_size);
   for (const Fragment& f : m.lay.fragments) {
@@ -364,7 +366,7 @@ void OuterSync::load_state(const float* snapshot, const float* momentum, long lo
   Impl& m = checked();
   if (!snapshot || !momentum) throw InvalidArgument("outer sync: load_state needs two buffers of count floats");
   if (steps < 0) throw InvalidArgument("outer sync: load_state with a negative step count");
-  m.wait_all();
+  m.wait_all(false);
   std::fill(m.momentum.begin(), m.momentum.end(), -0.0f);
   for (size_t p = 0; p < m.lay.fragments.size(); ++p) {
     const Fragment& f = m.frag(p);
@@ -386,7 +388,7 @@ void OuterSync::load_state(const float* snapshot, const float* momentum, long lo
 void OuterSync::global_params(float* out) {
   Impl& m = checked();
   if (!out) throw InvalidArgument("outer sync: global_params needs a buffer of count floats");
-  m.wait_all();
+  m.wait_all(false);
   m.unpack(m.snapshot.data(), out);
 }
 

@@ -33,6 +33,8 @@ CONFIGS = [  # name, extra strata-train flags
     ("streaming H=100 F=4 tau=1 fp32", ["--diloco-h", "100", "--fragments", "4", "--overlap", "1"]),
     ("streaming H=100 F=4 tau=1 fp4", ["--diloco-h", "100", "--fragments", "4", "--overlap", "1",
                                         "--outer-dtype", "fp4"]),
+    ("streaming H=100 F=4 tau=10 mix=0.5 fp4", ["--diloco-h", "100", "--fragments", "4", "--overlap", "10",
+                                                 "--mix", "0.5", "--outer-dtype", "fp4"]),
 ]
 
 STEP = re.compile(r"^\[0\] step +(\d+)/\d+ \| loss ([\d.]+) .*?\| +([\d.]+) ms")
