@@ -4,8 +4,10 @@
 #include <mutex>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "strata.h"
+#include "strata/outer_sync.hpp"
 #include "strata/strata.hpp"
 
 struct strataComm {
@@ -14,14 +16,37 @@ struct strataComm {
 struct strataRequest {
   strata::Request req;
 };
+struct strataOuterSync {
+  strata::OuterSync sync;
+};
 
 namespace {
 
 thread_local std::string last_error;
 
-// Live communicator handles: using a destroyed one is an error, not a crash.
-std::mutex registry_mutex;
-std::unordered_set<strataComm*> registry;
+// Live handles: using a destroyed one is an error, not a crash.
+template <class Handle>
+class Registry {
+ public:
+  void add(Handle* h) {
+    std::lock_guard lk(m_);
+    live_.insert(h);
+  }
+  bool has(Handle* h) {
+    std::lock_guard lk(m_);
+    return live_.count(h) != 0;
+  }
+  void remove(Handle* h) {
+    std::lock_guard lk(m_);
+    live_.erase(h);
+  }
+
+ private:
+  std::mutex m_;
+  std::unordered_set<Handle*> live_;
+};
+Registry<strataComm> registry;
+Registry<strataOuterSync> outer_registry;
 
 strataResult_t code_of(strata::ErrorKind k) {
   switch (k) {
@@ -55,8 +80,7 @@ strataResult_t guarded(F&& f) {
 
 strata::Comm& live(strataComm_t c) {
   if (!c) throw strata::InvalidUsage("comm is NULL (not created, or a split with STRATA_SPLIT_NOCOLOR)");
-  std::lock_guard lk(registry_mutex);
-  if (!registry.count(c)) throw strata::InvalidUsage("comm is not a live communicator (destroyed or never created)");
+  if (!registry.has(c)) throw strata::InvalidUsage("comm is not a live communicator (destroyed or never created)");
   return c->comm;
 }
 
@@ -66,15 +90,26 @@ strataResult_t adopt(strataComm_t* out, strata::Comm c) {
     return strataSuccess;
   }
   auto* h = new strataComm{std::move(c)};
-  std::lock_guard lk(registry_mutex);
-  registry.insert(h);
+  registry.add(h);
   *out = h;
   return strataSuccess;
 }
 
-void forget(strataComm_t c) {
-  std::lock_guard lk(registry_mutex);
-  registry.erase(c);
+void forget(strataComm_t c) { registry.remove(c); }
+
+strata::OuterSync& live(strataOuterSync_t s) {
+  if (!s) throw strata::InvalidUsage("outer sync is NULL");
+  if (!outer_registry.has(s)) throw strata::InvalidUsage("outer sync is not a live handle (destroyed or never created)");
+  return s->sync;
+}
+
+// Runs f on a live outer sync.
+template <typename F>
+strataResult_t on_outer(strataOuterSync_t s, F&& f) {
+  return guarded([&] {
+    f(live(s));
+    return strataSuccess;
+  });
 }
 
 strata::DataType dt(strataDataType_t t) { return static_cast<strata::DataType>(t); }
@@ -272,6 +307,75 @@ strataResult_t strataTest(strataRequest_t request) {
     }
     if (!done) return strataInProgress;
     delete request;
+    return strataSuccess;
+  });
+}
+
+strataResult_t strataOuterSyncConfigInit(strataOuterSyncConfig_t* c) {
+  return guarded([&] {
+    if (!c) throw strata::InvalidArgument("strataOuterSyncConfigInit: config is NULL");
+    const strata::OuterSyncConfig d;  // the defaults are the C++ ones
+    *c = {d.lr, d.momentum, d.nesterov, static_cast<strataWireFormat_t>(d.format), d.islands, d.every, d.fragments,
+          d.overlap, d.mix};
+    return strataSuccess;
+  });
+}
+
+strataResult_t strataOuterSyncCreate(strataComm_t comm, float* params, size_t count, const strataOuterSyncConfig_t* c,
+                                     const size_t* segments, size_t nsegments, strataOuterSync_t* out) {
+  return guarded([&] {
+    if (!out) throw strata::InvalidArgument("strataOuterSyncCreate: sync is NULL");
+    if (!c) throw strata::InvalidArgument("strataOuterSyncCreate: config is NULL");
+    if (!segments && nsegments) throw strata::InvalidArgument("strataOuterSyncCreate: segments is NULL");
+    *out = nullptr;
+    strata::OuterSyncConfig cfg;
+    cfg.lr = c->lr;
+    cfg.momentum = c->momentum;
+    cfg.nesterov = c->nesterov != 0;
+    cfg.format = static_cast<strata::WireFormat>(c->format);
+    cfg.islands = c->islands;
+    cfg.every = c->every;
+    cfg.fragments = c->fragments;
+    cfg.overlap = c->overlap;
+    cfg.mix = c->mix;
+    std::vector<size_t> segs(segments, segments + nsegments);
+    auto* h = new strataOuterSync{strata::OuterSync(live(comm), params, count, cfg, std::move(segs))};
+    outer_registry.add(h);
+    *out = h;
+    return strataSuccess;
+  });
+}
+
+strataResult_t strataOuterSyncStep(strataOuterSync_t s) { return on_outer(s, [](strata::OuterSync& o) { o.step(); }); }
+strataResult_t strataOuterSyncNow(strataOuterSync_t s) { return on_outer(s, [](strata::OuterSync& o) { o.sync(); }); }
+strataResult_t strataOuterSyncFinish(strataOuterSync_t s) { return on_outer(s, [](strata::OuterSync& o) { o.finish(); }); }
+
+strataResult_t strataOuterSyncGetStats(strataOuterSync_t s, strataOuterSyncStats_t* stats) {
+  return on_outer(s, [&](strata::OuterSync& o) {
+    if (!stats) throw strata::InvalidArgument("strataOuterSyncGetStats: stats is NULL");
+    strata::OuterSyncStats st = o.stats();
+    *stats = {st.exchanges, st.bytes_sent, st.exposed_s};
+  });
+}
+
+strataResult_t strataOuterSyncSaveState(strataOuterSync_t s, float* snapshot, float* momentum, long long* steps) {
+  return on_outer(s, [&](strata::OuterSync& o) {
+    if (!steps) throw strata::InvalidArgument("strataOuterSyncSaveState: steps is NULL");
+    o.save_state(snapshot, momentum);
+    *steps = o.steps();
+  });
+}
+
+strataResult_t strataOuterSyncLoadState(strataOuterSync_t s, const float* snapshot, const float* momentum,
+                                        long long steps) {
+  return on_outer(s, [&](strata::OuterSync& o) { o.load_state(snapshot, momentum, steps); });
+}
+
+strataResult_t strataOuterSyncDestroy(strataOuterSync_t s) {
+  return guarded([&] {
+    live(s);
+    outer_registry.remove(s);
+    delete s;  // waits for exchanges in flight
     return strataSuccess;
   });
 }

@@ -92,6 +92,46 @@ strataResult_t strataGroupEnd(strataComm_t comm, strataRequest_t* request);
 strataResult_t strataWait(strataRequest_t request);
 strataResult_t strataTest(strataRequest_t request);
 
+/* ---- DiLoCo outer synchronisation across islands (C++: strata/outer_sync.hpp, which
+ * describes the algorithm; docs/api.md). ---- */
+typedef enum { strataWireFp32 = 0, strataWireBf16 = 1, strataWireInt8 = 2, strataWireFp4 = 3 } strataWireFormat_t;
+
+typedef struct {
+  float lr;                  /* outer learning rate */
+  float momentum;            /* 0: no momentum */
+  int nesterov;              /* 0: heavy-ball momentum */
+  strataWireFormat_t format; /* on the wire between islands */
+  int islands;               /* 0: the groups of the hierarchy's outermost level; K: K islands of consecutive ranks */
+  int every;                 /* H: inner steps between two syncs of a fragment (strataOuterSyncStep) */
+  int fragments;             /* F */
+  int overlap;               /* tau: inner steps between a fragment's exchange and its application */
+  float mix;                 /* alpha: weight of the local values when a fragment is applied */
+} strataOuterSyncConfig_t;
+
+typedef struct {
+  unsigned long long exchanges;  /* fragment exchanges completed */
+  unsigned long long bytes_sent; /* bytes this rank sent to other islands */
+  double exposed_seconds;        /* time spent waiting for exchanges */
+} strataOuterSyncStats_t;
+
+typedef struct strataOuterSync* strataOuterSync_t;
+
+/* The defaults: lr 0.7, momentum 0.9, Nesterov, fp32, islands from the hierarchy, H 1, F 1, tau 0, mix 0. */
+strataResult_t strataOuterSyncConfigInit(strataOuterSyncConfig_t* config);
+/* Collective over comm. segments (nsegments lengths summing to count) may be NULL. */
+strataResult_t strataOuterSyncCreate(strataComm_t comm, float* params, size_t count,
+                                     const strataOuterSyncConfig_t* config, const size_t* segments,
+                                     size_t nsegments, strataOuterSync_t* sync);
+strataResult_t strataOuterSyncStep(strataOuterSync_t sync);   /* after each inner step */
+strataResult_t strataOuterSyncNow(strataOuterSync_t sync);    /* every fragment now, blocking */
+strataResult_t strataOuterSyncFinish(strataOuterSync_t sync); /* apply what is pending */
+strataResult_t strataOuterSyncGetStats(strataOuterSync_t sync, strataOuterSyncStats_t* stats);
+/* count floats each; collective over the island. */
+strataResult_t strataOuterSyncSaveState(strataOuterSync_t sync, float* snapshot, float* momentum, long long* steps);
+strataResult_t strataOuterSyncLoadState(strataOuterSync_t sync, const float* snapshot, const float* momentum,
+                                        long long steps);
+strataResult_t strataOuterSyncDestroy(strataOuterSync_t sync);
+
 #ifdef __cplusplus
 }
 #endif

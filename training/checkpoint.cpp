@@ -47,12 +47,12 @@ uint64_t fnv1a(const void* data, size_t n, uint64_t h) {
   return h;
 }
 
-std::string checkpoint_path(const std::string& dir) { return dir + "/" + kCheckpointFile; }
+std::string checkpoint_path(const std::string& dir, const std::string& file) { return dir + "/" + file; }
 
-CheckpointWriter::CheckpointWriter(const std::string& dir)
+CheckpointWriter::CheckpointWriter(const std::string& dir, const std::string& file)
     : dir_(dir),
-      tmp_(checkpoint_path(dir) + ".tmp"),
-      final_(checkpoint_path(dir)),
+      tmp_(checkpoint_path(dir, file) + ".tmp"),
+      final_(checkpoint_path(dir, file)),
       checksum_(fnv1a(nullptr, 0)) {
   make_dirs(dir);
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -108,7 +108,8 @@ void CheckpointWriter::commit(CheckpointHeader h) {
   }
 }
 
-CheckpointReader::CheckpointReader(const std::string& dir) : path_(checkpoint_path(dir)) {
+CheckpointReader::CheckpointReader(const std::string& dir, const std::string& file, int sections)
+    : path_(checkpoint_path(dir, file)) {
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) throw TrainError("cannot read checkpoint '" + path_ + "': " + errno_text());
   struct stat st {};
@@ -128,7 +129,7 @@ CheckpointReader::CheckpointReader(const std::string& dir) : path_(checkpoint_pa
               std::to_string(kCheckpointVersion));
   if (h_.header_bytes != sizeof h_ || h_.header_checksum != header_checksum(h_))
     throw bad("header checksum mismatch (the header is corrupt)");
-  if (h_.payload_bytes != 3 * h_.num_params * sizeof(float) || size != sizeof h_ + h_.payload_bytes)
+  if (h_.payload_bytes != static_cast<uint64_t>(sections) * h_.num_params * sizeof(float) || size != sizeof h_ + h_.payload_bytes)
     throw bad("file is " + std::to_string(size) + " bytes, the header says " +
               std::to_string(sizeof h_ + h_.payload_bytes) + " (truncated or extended)");
   std::vector<char> buf(1 << 20);
@@ -147,8 +148,8 @@ CheckpointReader::~CheckpointReader() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void CheckpointReader::read(Section s, size_t first, size_t n, float* out) const {
-  uint64_t off = sizeof h_ + (static_cast<uint64_t>(s) * h_.num_params + first) * sizeof(float);
+void CheckpointReader::read(int section, size_t first, size_t n, float* out) const {
+  uint64_t off = sizeof h_ + (static_cast<uint64_t>(section) * h_.num_params + first) * sizeof(float);
   size_t bytes = n * sizeof(float);
   char* c = reinterpret_cast<char*>(out);
   while (bytes > 0) {

@@ -25,7 +25,7 @@ struct CheckpointHeader {
   uint64_t data_rng[4];
   uint64_t batches_drawn;
   uint64_t num_params;
-  uint64_t payload_bytes;     // 3 * num_params * 4
+  uint64_t payload_bytes;     // sections (3; DiLoCo's outer state: 2) * num_params * 4
   uint64_t payload_checksum;  // FNV-1a 64 over the payload
   uint64_t header_checksum;   // FNV-1a 64 over every header byte before this field
 };
@@ -36,19 +36,25 @@ inline constexpr uint32_t kCheckpointVersion = 1;
 inline constexpr const char* kCheckpointFile = "checkpoint.bin";
 
 enum class Section : int { params = 0, adam_m = 1, adam_v = 2 };
+inline constexpr int kTrainerSections = 3;
 
-std::string checkpoint_path(const std::string& dir);
+// DiLoCo's outer state (training/diloco.hpp) is a file of the same kind with two sections.
+enum class OuterSection : int { snapshot = 0, momentum = 1 };
+inline constexpr int kOuterSections = 2;
 
-// Streams a checkpoint into DIR/checkpoint.bin.tmp; commit() makes it DIR/checkpoint.bin.
+std::string checkpoint_path(const std::string& dir, const std::string& file = kCheckpointFile);
+
+// Streams a checkpoint into DIR/FILE.tmp; commit() makes it DIR/FILE.
 // Destroying an uncommitted writer removes the temporary file.
 class CheckpointWriter {
  public:
-  explicit CheckpointWriter(const std::string& dir);  // creates DIR (and parents) if needed
+  // Creates DIR (and parents) if needed.
+  explicit CheckpointWriter(const std::string& dir, const std::string& file = kCheckpointFile);
   ~CheckpointWriter();
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
 
-  void append(const float* data, size_t n);  // sections in order: params, m, v
+  void append(const float* data, size_t n);  // sections in order (params, m, v), num_params each
   // Fills in sizes and checksums, writes the header, fsyncs, renames, fsyncs the directory.
   void commit(CheckpointHeader h);
   const std::string& path() const { return final_; }
@@ -62,11 +68,12 @@ class CheckpointWriter {
   bool committed_ = false;
 };
 
-// Opens and fully verifies DIR/checkpoint.bin (magic, version, sizes, both checksums);
-// throws TrainError naming what is wrong. Then reads any range of a section.
+// Opens and fully verifies DIR/FILE (magic, version, sizes for `sections` sections, both
+// checksums); throws TrainError naming what is wrong. Then reads any range of a section.
 class CheckpointReader {
  public:
-  explicit CheckpointReader(const std::string& dir);
+  explicit CheckpointReader(const std::string& dir, const std::string& file = kCheckpointFile,
+                            int sections = kTrainerSections);
   ~CheckpointReader();
   CheckpointReader(const CheckpointReader&) = delete;
   CheckpointReader& operator=(const CheckpointReader&) = delete;
@@ -74,9 +81,11 @@ class CheckpointReader {
   const CheckpointHeader& header() const { return h_; }
   const std::string& path() const { return path_; }
   // n floats of `s` starting at canonical index `first`.
-  void read(Section s, size_t first, size_t n, float* out) const;
+  void read(Section s, size_t first, size_t n, float* out) const { read(static_cast<int>(s), first, n, out); }
+  void read(OuterSection s, size_t first, size_t n, float* out) const { read(static_cast<int>(s), first, n, out); }
 
  private:
+  void read(int section, size_t first, size_t n, float* out) const;
   std::string path_;
   int fd_ = -1;
   CheckpointHeader h_{};

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <strata/strata.hpp>
 #include <string>
@@ -16,6 +17,7 @@
 
 #include "checkpoint.hpp"
 #include "data.hpp"
+#include "diloco.hpp"
 #include "errors.hpp"
 #include "group.hpp"
 #include "kernels.hpp"
@@ -78,27 +80,37 @@ int run(int argc, char** argv) {
   st::validate_options(o, world, launched);
   st::TextData data = st::TextData::load(o.data, o.model.ctx);
   std::optional<st::CheckpointReader> ckpt;
+  std::unique_ptr<st::CheckpointReader> outer_ckpt;
   if (!o.resume.empty()) {
-    ckpt.emplace(o.resume);
+    ckpt.emplace(st::resume_dir(o, rank, world));
     st::check_checkpoint_matches(ckpt->header(), o);
+    if (st::diloco_on(o)) outer_ckpt = st::open_outer(o.resume, ckpt->header());
   }
   if (!o.save.empty()) check_save_dir(o.save);
 
+  // With DiLoCo the trainer's groups live inside this rank's island, which takes its
+  // share of the global batch; the job's communicator serves the outer exchange.
+  strata::Comm job = launched ? strata::Comm::init_from_env() : strata::Comm();
+  st::Group replica = launched ? st::make_group(o, job) : st::Group();
+  const int islands = st::diloco_on(o) ? o.outer.islands : 1;
   st::GridShape shape;
   shape.size[st::kTp] = o.tp;
   shape.size[st::kPp] = o.pp;
-  shape.size[st::kDp] = o.dp;
+  shape.size[st::kDp] = o.dp / islands;
   if (!o.layout.empty()) shape.order = st::parse_grid_order(o.layout);
-  st::ParallelGroups groups(launched ? st::Group(strata::Comm::init_from_env()) : st::Group(), shape,
-                            *st::parse_schedule(o.schedule) == st::Schedule::interleaved);
+  st::ParallelGroups groups(replica, shape, *st::parse_schedule(o.schedule) == st::Schedule::interleaved,
+                            rank - replica.rank(), o.dp);
   const bool root = rank == 0;
   int threads = o.threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency() / world);
   st::set_blas_threads(threads);
 
   st::Trainer trainer(o, groups, data, st::cpu_kernels());
+  std::unique_ptr<st::Diloco> diloco;
+  if (st::diloco_on(o)) diloco = std::make_unique<st::Diloco>(o, job, trainer);
   if (ckpt) {
     trainer.load(*ckpt);
+    if (diloco) diloco->load(*outer_ckpt, trainer);
     if (root) {
       const st::CheckpointHeader& h = ckpt->header();
       std::printf("resumed from %s at step %d\n", ckpt->path().c_str(), trainer.step());
@@ -137,6 +149,7 @@ int run(int argc, char** argv) {
                 o.steps, o.lr, o.warmup, o.lr * 0.1, o.wd, o.clip,
                 static_cast<unsigned long long>(o.seed));
     std::fputs(trainer.memory_report().c_str(), stdout);
+    if (diloco) std::fputs(diloco->describe().c_str(), stdout);
   }
 
   const double tokens = static_cast<double>(o.batch) * o.model.ctx;
@@ -145,7 +158,7 @@ int run(int argc, char** argv) {
   auto do_eval = [&] {
     if (o.eval_batches == 0) return;
     double t0 = now_s();
-    last_val = trainer.evaluate();
+    last_val = diloco ? diloco->evaluate(trainer) : trainer.evaluate();
     if (root)
       std::printf("step %5d | val loss %.6f | %d batches | %.2f s\n", trainer.step(), last_val,
                   o.eval_batches, now_s() - t0);
@@ -158,6 +171,7 @@ int run(int argc, char** argv) {
   while (trainer.step() < stop) {
     double t0 = now_s();
     st::StepResult r = trainer.train_step();
+    if (diloco) diloco->after_step();
     double dt = now_s() - t0;
     last_loss = r.loss;
     if (trainer.step() > first || stop == first) {
@@ -178,14 +192,16 @@ int run(int argc, char** argv) {
       if (world > 1)
         std::printf(" (compute %.1f, comm %.1f, idle %.1f)",
                     (r.time_s - r.comm_wait_s - r.idle_s) * 1e3, r.comm_wait_s * 1e3, r.idle_s * 1e3);
+      if (diloco) std::printf(" | %s", diloco->progress().c_str());
       std::printf(" | ETA %s\n", duration_text(avg * (stop - s)).c_str());
     }
     if ((o.eval_every > 0 && s % o.eval_every == 0) || s == o.steps) do_eval();
     if (!o.save.empty() && ((o.save_every > 0 && s % o.save_every == 0) || s == stop)) {
-      trainer.save(o.save);
-      if (root) std::printf("saved %s at step %d\n", st::checkpoint_path(o.save).c_str(), s);
+      diloco ? diloco->save(o.save, trainer) : trainer.save(o.save);
+      if (root) std::printf("saved %s at step %d\n", (diloco ? o.save : st::checkpoint_path(o.save)).c_str(), s);
     }
   }
+  if (diloco && trainer.step() == o.steps) diloco->finish(trainer);  // the replicas adopt the global model
   double elapsed = now_s() - t_start;
   int ran = trainer.step() - first + 1;
   if (root) {
@@ -197,7 +213,9 @@ int run(int argc, char** argv) {
       std::printf(" | per step from step %d: compute %.1f, comm %.1f, idle %.1f ms", timed_from,
                   (busy - comm_wait - idle) / timed * 1e3, comm_wait / timed * 1e3, idle / timed * 1e3);
     std::printf("\n");
-    if (world > 1 && ran > 0) {
+    if (diloco) {
+      std::fputs(diloco->summary().c_str(), stdout);
+    } else if (world > 1 && ran > 0) {
       for (double& t : traffic) t /= ran;
       std::fputs(st::traffic_report(o, lay, groups.coord(st::kPp), groups.dp_is_world(), traffic).c_str(), stdout);
     }
@@ -225,6 +243,7 @@ int run(int argc, char** argv) {
   std::printf("\n");
   std::fflush(stdout);
   groups.destroy();
+  if (diloco) diloco->close();
   return 0;
 }
 

@@ -7,13 +7,14 @@
 #include "trainer.hpp"
 
 namespace strata::train {
-namespace {
 
 std::string mb(double bytes) {
   char b[32];
   std::snprintf(b, sizeof b, "%.2f MB", bytes / 1e6);
   return b;
 }
+
+namespace {
 
 // Display width of UTF-8 text (Ψ is two bytes, one column).
 size_t width(const std::string& s) {
@@ -36,7 +37,7 @@ std::string lpad(std::string s, size_t w) {
 
 std::string Trainer::memory_report() const {
   const double psi = static_cast<double>(layout_.num_params());
-  const int nd = o_.dp, z = o_.zero;
+  const int nd = groups_.size(kDp), z = o_.zero;
   const double params = params_.size() * sizeof(float);
   const double grads = sync_.grad_bytes();
   const double moments = opt_.state_bytes();

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "diloco.hpp"
 #include "errors.hpp"
 #include "pipeline_schedule.hpp"
 #include "rank_grid.hpp"
@@ -71,6 +72,16 @@ Flag real(std::string_view name, std::string_view help, float Options::*field, d
 
 Flag text(std::string_view name, std::string_view help, std::string Options::*field) {
   return {name, "DIR", help, [=](Options& o, const std::string& v) { o.*field = v; }};
+}
+
+// DiLoCo's flags fill the library's OuterSyncConfig (whose defaults they keep); they
+// mean something only with --diloco-h.
+Flag outer(std::string_view name, std::string_view value, std::string_view help,
+           std::function<void(strata::OuterSyncConfig&, const std::string&)> set) {
+  return {name, value, help, [=](Options& o, const std::string& v) {
+            set(o.outer, v);
+            if (o.diloco_flag.empty()) o.diloco_flag = "--" + std::string(name);
+          }};
 }
 
 const std::vector<Flag>& flags() {
@@ -141,6 +152,38 @@ const std::vector<Flag>& flags() {
             1024),
       whole("log-every", "print a progress line every N steps (default 1)", &Options::log_every, 1,
             kBig),
+      whole("diloco-h", "DiLoCo: inner steps between outer syncs across islands; 0: off (default 0)",
+            &Options::diloco_h, 0, kBig),
+      outer("islands", "K", "DiLoCo islands: the hierarchy's outermost groups (strata-run --hosts K)",
+            [](strata::OuterSyncConfig& c, const std::string& v) {
+              c.islands = static_cast<int>(parse_int("islands", v, 1, 65536));
+            }),
+      outer("outer-lr", "X", "DiLoCo outer learning rate (default 0.7)",
+            [](strata::OuterSyncConfig& c, const std::string& v) {
+              c.lr = static_cast<float>(parse_real("outer-lr", v, 0, 10));
+            }),
+      outer("outer-momentum", "X", "DiLoCo outer Nesterov momentum (default 0.9)",
+            [](strata::OuterSyncConfig& c, const std::string& v) {
+              c.momentum = static_cast<float>(parse_real("outer-momentum", v, 0, 1));
+            }),
+      outer("outer-dtype", "fp32|bf16|int8|fp4", "DiLoCo: format between islands (default fp32)",
+            [](strata::OuterSyncConfig& c, const std::string& v) {
+              auto f = strata::parse_wire_format(v);
+              if (!f) throw TrainError("--outer-dtype needs fp32, bf16, int8 or fp4, got '" + v + "'");
+              c.format = *f;
+            }),
+      outer("fragments", "F", "streaming DiLoCo: fragments of strided layers synced in turn (default 1)",
+            [](strata::OuterSyncConfig& c, const std::string& v) {
+              c.fragments = static_cast<int>(parse_int("fragments", v, 1, 1 << 20));
+            }),
+      outer("overlap", "N", "streaming DiLoCo: inner steps an exchange runs before it is applied (default 0)",
+            [](strata::OuterSyncConfig& c, const std::string& v) {
+              c.overlap = static_cast<int>(parse_int("overlap", v, 0, kBig));
+            }),
+      outer("mix", "X", "streaming DiLoCo: weight of the local values when applied (default 0)",
+            [](strata::OuterSyncConfig& c, const std::string& v) {
+              c.mix = static_cast<float>(parse_real("mix", v, 0, 1));
+            }),
       {"help", "", "print this help", [](Options& o, const std::string&) { o.help = true; }},
   };
   return table;
@@ -274,6 +317,7 @@ void validate_options(Options& o, int world, bool launched) {
   if (o.stop_at > o.steps)
     throw TrainError("--stop-at " + std::to_string(o.stop_at) + " is beyond --steps " +
                      std::to_string(o.steps));
+  validate_diloco(o, world, launched);
 }
 
 std::string usage_text() {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <strata/outer_sync.hpp>
 #include <string>
 
 #include "layout.hpp"
@@ -36,6 +37,10 @@ struct Options {
   double bucket_mb = 0.25;
   int threads = 0;  // 0: cores / local ranks
   int log_every = 1;
+  // DiLoCo (training/diloco.hpp): on when diloco_h > 0; `outer` holds the rest of its flags.
+  int diloco_h = 0;
+  strata::OuterSyncConfig outer;
+  std::string diloco_flag;  // the first DiLoCo flag given, for "needs --diloco-h"
   bool help = false;
 };
 

@@ -8,8 +8,12 @@ std::vector<GridLevel> grid_levels(const Group& g) {
   return out;
 }
 
-ParallelGroups::ParallelGroups(Group world, const GridShape& shape, bool ring)
-    : world_(world), grid_(shape, grid_levels(world)), dp_is_world_(shape.size[kDp] == shape.ranks()) {
+ParallelGroups::ParallelGroups(Group world, const GridShape& shape, bool ring, int first_slice, int data_ranks)
+    : world_(world),
+      grid_(shape, grid_levels(world)),
+      dp_is_world_(shape.size[kDp] == shape.ranks()),
+      first_slice_(first_slice),
+      data_ranks_(data_ranks > 0 ? data_ranks : shape.size[kDp]) {
   const int me = world_.rank();
   // The whole job serves as the data-parallel group only if its ranks are in the order
   // of their data-parallel coordinates (the hierarchy may order them otherwise).

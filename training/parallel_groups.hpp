@@ -14,8 +14,11 @@ namespace strata::train {
 class ParallelGroups {
  public:
   // Collective over `world` (every rank builds the same grid). `ring`: the last stage
-  // also sends to the first (interleaved schedules).
-  ParallelGroups(Group world, const GridShape& shape, bool ring);
+  // also sends to the first (interleaved schedules). The global batch is sliced over
+  // `data_ranks` ranks, this rank's data-parallel group taking slices `first_slice` +
+  // its coordinate: the group's own (0 and shape's dp), unless `world` is one island of
+  // several (DiLoCo, training/diloco.hpp), each island taking its share of the batch.
+  ParallelGroups(Group world, const GridShape& shape, bool ring, int first_slice = 0, int data_ranks = 0);
   ParallelGroups(const ParallelGroups&) = delete;
   ParallelGroups& operator=(const ParallelGroups&) = delete;
 
@@ -23,6 +26,8 @@ class ParallelGroups {
   int coord(Dim d) const { return grid_.coord(world_.rank(), d); }
   int size(Dim d) const { return grid_.shape().size[d]; }
   bool model_parallel() const { return size(kTp) * size(kPp) > 1; }
+  int data_rank() const { return first_slice_ + coord(kDp); }  // this rank's slice of the batch
+  int data_ranks() const { return data_ranks_; }               // slices of the global batch
 
   Group& world() { return world_; }
   Group& tp() { return tp_; }
@@ -44,6 +49,7 @@ class ParallelGroups {
   RankGrid grid_;
   Group tp_, dp_, embedding_;
   bool dp_is_world_;
+  int first_slice_, data_ranks_;
   PipeLinks links_;
 };
 

@@ -29,10 +29,10 @@ Trainer::Trainer(const Options& o, ParallelGroups& groups, const TextData& data,
       groups_(groups),
       data_(data),
       k_(k),
-      local_batch_(o.batch / o.dp),
+      local_batch_(o.batch / groups.data_ranks()),
       micro_batch_(local_batch_ / o.microbatches),
       tp_(groups.tp(), o.sequence_parallel, clock_),
-      layout_(o.model, partition_of(o, groups.coord(kTp), groups.coord(kPp)), o.dp,
+      layout_(o.model, partition_of(o, groups.coord(kTp), groups.coord(kPp)), groups.size(kDp),
               bucket_elems(o)),
       params_(layout_.padded_size()),
       sync_(groups.dp(), layout_, o.zero),
@@ -70,14 +70,14 @@ StepResult Trainer::train_step() {
   const auto bytes_before = groups_.bytes();
   const int T = o_.model.ctx;
   clock_.reset();
-  sampler_.next(data_, o_.batch, T, groups_.coord(kDp), o_.dp, inputs_.data(), targets_.data());
+  sampler_.next(data_, o_.batch, T, groups_.data_rank(), groups_.data_ranks(), inputs_.data(), targets_.data());
   sync_.begin_step();
   grads_.begin_step();
   const double loss_sum = pipe_->train(inputs_.data(), targets_.data(), micro_batch_, T, grads_);
   // The mean loss reaches every rank from the ranks that compute it (one per data-parallel
   // replica). A member, not a local: the reduction writes to it from the communicator's
   // thread.
-  loss_ = reports_loss() ? static_cast<float>(loss_sum / o_.microbatches / o_.dp) : 0.0f;
+  loss_ = reports_loss() ? static_cast<float>(loss_sum / o_.microbatches / groups_.size(kDp)) : 0.0f;
   strata::Request loss_req = groups_.world().all_reduce(&loss_, &loss_, 1, strata::ReduceOp::sum);
   StepResult r;
   // From here on, time spent is communication that backward did not hide.
@@ -107,14 +107,19 @@ StepResult Trainer::train_step() {
 
 double Trainer::evaluate() {
   const int T = o_.model.ctx;
+  // Every slice of each validation batch, shared out over the data-parallel ranks (one
+  // each, unless they are one island of several: DiLoCo, where an island evaluates the
+  // whole batch).
   double sum = 0;
+  int done = 0;
   for (int i = 0; i < o_.eval_batches; ++i) {
-    val_batch(data_, i, o_.batch, T, groups_.coord(kDp), o_.dp, inputs_.data(), targets_.data());
-    sum += pipe_->evaluate(inputs_.data(), targets_.data(), micro_batch_, T);
+    for (int slice = groups_.coord(kDp); slice < groups_.data_ranks(); slice += groups_.size(kDp), ++done) {
+      val_batch(data_, i, o_.batch, T, slice, groups_.data_ranks(), inputs_.data(), targets_.data());
+      sum += pipe_->evaluate(inputs_.data(), targets_.data(), micro_batch_, T);
+    }
   }
-  float mean = o_.eval_batches && reports_loss()
-                   ? static_cast<float>(sum / o_.eval_batches / o_.microbatches / o_.dp)
-                   : 0.0f;
+  float mean =
+      done && reports_loss() ? static_cast<float>(sum / done / o_.microbatches / groups_.size(kDp)) : 0.0f;
   groups_.world().all_reduce(&mean, &mean, 1, strata::ReduceOp::sum).wait();
   return mean;
 }

@@ -54,6 +54,8 @@ class Trainer {
   void load(const CheckpointReader& r);
 
   const ParamLayout& layout() const { return layout_; }
+  float* params() { return params_.data(); }  // this rank's flat (padded) parameter buffer
+  CheckpointHeader checkpoint_header() const;  // this run's model, data position and step
   uint64_t param_checksum() const;       // over this rank's parameters
   uint64_t replicated_checksum() const;  // over its tensor-parallel replicated tensors
   std::string memory_report() const;
@@ -88,6 +90,9 @@ class Trainer {
   int step_ = 0;
   float loss_ = 0;
 };
+
+// "12.34 MB" (10^6 bytes), as the reports print sizes.
+std::string mb(double bytes);
 
 // Throws TrainError when a checkpoint was written for a different model.
 void check_checkpoint_matches(const CheckpointHeader& h, const Options& o);

@@ -26,7 +26,7 @@ void Trainer::gather_whole(Section s, const std::function<void(int, const float*
   Group& world = groups_.world();
   const RankGrid& grid = groups_.grid();
   const bool root = world.rank() == 0;
-  const int T = o_.tp, P = o_.pp, D = o_.dp;
+  const int T = o_.tp, P = o_.pp, D = groups_.size(kDp);
   const float* src = s == Section::params ? params_.data()
                      : s == Section::adam_m ? opt_.m().data()
                                             : opt_.v().data();
@@ -98,23 +98,25 @@ void Trainer::save(const std::string& dir) {
     gather_whole(s, [&](int id, const float* whole) {
       w->append(whole, layout_.tensor(id).full_size);
     });
-  if (root) {
-    CheckpointHeader h{};
-    h.vocab = o_.model.vocab;
-    h.ctx = o_.model.ctx;
-    h.layers = o_.model.layers;
-    h.heads = o_.model.heads;
-    h.dim = o_.model.dim;
-    h.batch = o_.batch;
-    h.seed = o_.seed;
-    h.step = step_;
-    std::memcpy(h.data_rng, sampler_.rng().state(), sizeof h.data_rng);
-    h.batches_drawn = sampler_.batches_drawn();
-    h.num_params = layout_.model_params();
-    w->commit(h);
-  }
+  if (root) w->commit(checkpoint_header());
   // Nobody moves on (or exits) before the file is in place.
   groups_.world().barrier();
+}
+
+CheckpointHeader Trainer::checkpoint_header() const {
+  CheckpointHeader h{};
+  h.vocab = o_.model.vocab;
+  h.ctx = o_.model.ctx;
+  h.layers = o_.model.layers;
+  h.heads = o_.model.heads;
+  h.dim = o_.model.dim;
+  h.batch = o_.batch;
+  h.seed = o_.seed;
+  h.step = step_;
+  std::memcpy(h.data_rng, sampler_.rng().state(), sizeof h.data_rng);
+  h.batches_drawn = sampler_.batches_drawn();
+  h.num_params = layout_.model_params();  // the whole model, whatever this rank holds
+  return h;
 }
 
 void check_checkpoint_matches(const CheckpointHeader& h, const Options& o) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -226,6 +227,18 @@ ProcResult run_one(const std::vector<std::string>& argv, const std::map<std::str
   s.env = make_env(env_overrides);
   s.merge_stderr = true;
   return run_all({s}, deadline_s)[0];
+}
+
+std::string find_torch_python() {
+  std::vector<std::string> cands;
+  if (const char* e = std::getenv("STRATA_PYTHON")) cands.push_back(e);
+  cands.push_back("python3");
+  cands.push_back("/usr/bin/python3");
+  for (const auto& c : cands) {
+    std::string cmd = c + " -c 'import torch' >/dev/null 2>&1";
+    if (std::system(cmd.c_str()) == 0) return c;
+  }
+  return "";
 }
 
 std::string tail(const std::string& s, size_t max_chars) {

@@ -79,6 +79,10 @@ ProcResult run_one(const std::vector<std::string>& argv, const std::map<std::str
 // The last `max_chars` characters of `s` (for failure messages).
 std::string tail(const std::string& s, size_t max_chars = 6000);
 
+// The first interpreter that can import torch: $STRATA_PYTHON, python3 on PATH, or the
+// system's (a pyenv shim on PATH may hide Debian's python3-torch); "" when none can.
+std::string find_torch_python();
+
 // The lines of `s` that contain `needle`.
 std::vector<std::string> lines_containing(const std::string& s, const std::string& needle);
 

@@ -21,26 +21,13 @@
 #include "model.hpp"
 #include "optimizer.hpp"
 #include "rng.hpp"
+#include "tests/common/process.hpp"
 
 namespace st = strata::train;
 
 namespace {
 
 constexpr double kRel = 1e-4, kAbs = 1e-5;
-
-// The first interpreter that can import torch: $STRATA_PYTHON, python3 on PATH, or the
-// system's (a pyenv shim on PATH may hide Debian's python3-torch).
-std::string find_torch_python() {
-  std::vector<std::string> cands;
-  if (const char* e = std::getenv("STRATA_PYTHON")) cands.push_back(e);
-  cands.push_back("python3");
-  cands.push_back("/usr/bin/python3");
-  for (const auto& c : cands) {
-    std::string cmd = c + " -c 'import torch' >/dev/null 2>&1";
-    if (std::system(cmd.c_str()) == 0) return c;
-  }
-  return "";
-}
 
 template <class T>
 void put(std::ofstream& f, const T* p, size_t n) {
@@ -70,7 +57,7 @@ struct Check {
 };
 
 TEST(GradCheck, MatchesPyTorch) {
-  std::string py = find_torch_python();
+  std::string py = strata_test::find_torch_python();
   if (py.empty())
     GTEST_SKIP() << "PyTorch not available (python3 -c 'import torch' fails; "
                     "apt-get install python3-torch or set STRATA_PYTHON)";

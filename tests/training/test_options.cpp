@@ -88,6 +88,48 @@ TEST(Options, MistakesInOurWords) {
   }
 }
 
+TEST(Options, DilocoValuesAndMistakes) {
+  Options o = parse({"--diloco-h", "50", "--islands", "2", "--outer-lr", "0.5", "--outer-momentum", "0.8",
+                     "--outer-dtype", "fp4", "--fragments", "4", "--overlap", "1", "--mix", "0.25"});
+  validate_options(o, 4, true);
+  EXPECT_EQ(o.diloco_h, 50);
+  EXPECT_EQ(o.outer.every, 50);
+  EXPECT_EQ(o.outer.islands, 2);
+  EXPECT_FLOAT_EQ(o.outer.lr, 0.5f);
+  EXPECT_FLOAT_EQ(o.outer.momentum, 0.8f);
+  EXPECT_EQ(o.outer.format, strata::WireFormat::fp4);
+  EXPECT_EQ(o.outer.fragments, 4);
+  EXPECT_EQ(o.outer.overlap, 1);
+  EXPECT_FLOAT_EQ(o.outer.mix, 0.25f);
+  Options d = parse({"--diloco-h", "10", "--islands", "2"});
+  EXPECT_FLOAT_EQ(d.outer.lr, strata::OuterSyncConfig().lr);  // the library's defaults
+  EXPECT_FLOAT_EQ(d.outer.momentum, strata::OuterSyncConfig().momentum);
+  EXPECT_EQ(d.outer.format, strata::WireFormat::fp32);
+
+  EXPECT_EQ(error_of({"--outer-dtype", "fp8"}), "--outer-dtype needs fp32, bf16, int8 or fp4, got 'fp8'");
+  EXPECT_EQ(error_of({"--mix", "2"}), "--mix needs a number from 0 to 1, got '2'");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> invalid = {
+      {{"--outer-lr", "0.5"}, "--outer-lr is a DiLoCo option: it needs --diloco-h H"},
+      {{"--diloco-h", "10"}, "--diloco-h needs --islands K"},
+      {{"--diloco-h", "10", "--islands", "3"}, "--islands 3 does not divide the 4 ranks into equal islands"},
+      {{"--diloco-h", "10", "--islands", "2", "--fragments", "7"}, "--fragments 7 but the model has 6 layer groups"},
+      {{"--diloco-h", "3", "--islands", "2", "--fragments", "4"}, "--fragments 4 is more than --diloco-h 3"},
+      {{"--diloco-h", "10", "--islands", "2", "--overlap", "10"}, "--overlap 10 must be below --diloco-h 10"},
+  };
+  for (const auto& [args, message] : invalid) {
+    Options x = parse(args);
+    std::string got;
+    try {
+      validate_options(x, 4, true);
+    } catch (const TrainError& e) {
+      got = e.what();
+    }
+    EXPECT_NE(got.find(message), std::string::npos) << got << " | expected: " << message;
+  }
+  Options alone = parse({"--diloco-h", "10", "--islands", "1"});
+  EXPECT_THROW(validate_options(alone, 1, false), TrainError);  // needs a launcher
+}
+
 TEST(Options, UsageListsEveryFlag) {
   const std::string u = usage_text();
   EXPECT_EQ(u.rfind("usage: strata-train [options]\n", 0), 0u) << u;

@@ -31,6 +31,7 @@ struct TrainRun {
   std::map<int, std::string> val_loss;  // step -> validation loss as printed
   std::vector<std::string> checksums;   // one per rank that finished
   std::vector<RankEnd> ranks;           // model parallel: one per rank that finished
+  std::vector<std::string> outer;       // DiLoCo's "outer sync: ..." summary line, if any
   std::string command;
   bool ok() const { return proc.exited && proc.exit_code == 0 && !proc.killed_by_deadline; }
   std::string describe() const {
@@ -39,7 +40,7 @@ struct TrainRun {
   }
 };
 
-// ranks == 0: strata-train on its own (no launcher, no STRATA_RANK).
+// ranks == 0: strata-train on its own (no launcher, no STRATA_RANK). `env`: added settings.
 inline TrainRun run_train(int ranks, const std::vector<std::string>& args, double deadline_s = 90,
                           std::map<std::string, std::string> env = {}) {
   std::vector<std::string> argv;
@@ -71,6 +72,8 @@ inline TrainRun run_train(int ranks, const std::vector<std::string>& args, doubl
         r.ranks.push_back(e);
       }
     }
+    else if (line.starts_with("outer sync: "))
+      r.outer.push_back(line);
   }
   return r;
 }
