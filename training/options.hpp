@@ -36,6 +36,7 @@ struct Options {
   double bucket_mb = 0.25;
   int threads = 0;  // 0: cores / local ranks
   int log_every = 1;
+  std::string on_failure = "stop";  // or "shrink": go on without a rank that failed (pure dp)
   bool help = false;
 };
 

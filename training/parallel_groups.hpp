@@ -37,6 +37,10 @@ class ParallelGroups {
   enum Traffic { kTpBytes, kPpBytes, kDpBytes, kEmbeddingBytes, kWorldBytes, kTrafficKinds };
   std::array<uint64_t, kTrafficKinds> bytes() const;
 
+  // After a rank failed, collective over the survivors of a pure data-parallel job: the
+  // whole job's group shrinks to them and the grid is laid anew over its hierarchy.
+  void shrink();
+
   void destroy();
 
  private:
@@ -44,6 +48,7 @@ class ParallelGroups {
   RankGrid grid_;
   Group tp_, dp_, embedding_;
   bool dp_is_world_;
+  void choose_dp_group();
   PipeLinks links_;
 };
 

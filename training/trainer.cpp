@@ -41,7 +41,9 @@ Trainer::Trainer(const Options& o, ParallelGroups& groups, const TextData& data,
       schedule_{o.lr, o.warmup, o.steps, 0.1f},
       sampler_(o.seed),
       inputs_(static_cast<size_t>(local_batch_) * o.model.ctx),
-      targets_(inputs_.size()) {
+      targets_(inputs_.size()),
+      slices_{groups.coord(kDp)},
+      step_start_(o.seed) {
   init_params(layout_, params_.data(), o.seed);
   std::vector<Gpt*> chunks;
   for (const Chunk& c : layout_.partition().chunks) {
@@ -70,7 +72,9 @@ StepResult Trainer::train_step() {
   const auto bytes_before = groups_.bytes();
   const int T = o_.model.ctx;
   clock_.reset();
-  sampler_.next(data_, o_.batch, T, groups_.coord(kDp), o_.dp, inputs_.data(), targets_.data());
+  step_start_ = sampler_;
+  mid_step_ = true;
+  sampler_.next(data_, o_.batch, T, slices_, o_.dp, inputs_.data(), targets_.data());
   sync_.begin_step();
   grads_.begin_step();
   const double loss_sum = pipe_->train(inputs_.data(), targets_.data(), micro_batch_, T, grads_);
@@ -102,6 +106,7 @@ StepResult Trainer::train_step() {
   const auto bytes_after = groups_.bytes();
   for (size_t i = 0; i < r.bytes.size(); ++i) r.bytes[i] = bytes_after[i] - bytes_before[i];
   ++step_;
+  mid_step_ = false;
   return r;
 }
 
@@ -109,7 +114,7 @@ double Trainer::evaluate() {
   const int T = o_.model.ctx;
   double sum = 0;
   for (int i = 0; i < o_.eval_batches; ++i) {
-    val_batch(data_, i, o_.batch, T, groups_.coord(kDp), o_.dp, inputs_.data(), targets_.data());
+    val_batch(data_, i, o_.batch, T, slices_, o_.dp, inputs_.data(), targets_.data());
     sum += pipe_->evaluate(inputs_.data(), targets_.data(), micro_batch_, T);
   }
   float mean = o_.eval_batches && reports_loss()
