@@ -127,9 +127,11 @@ int run(int argc, char** argv) {
       root = groups.world().rank() == 0;
       if (root)
         std::printf("step %5d: rank %d failed; %d ranks go on from step %d after %.2f s with the global batch of %d: "
-                    "its %d slices of %d sequences dealt in turn, %zu on rank 0 (more accumulation microbatches)\n",
+                    "its %d slices of %d sequences dealt in turn, %zu on rank 0 (more accumulation microbatches)%s\n",
                     at, peer->peer(), rec.ranks, rec.step + 1, now_s() - t0, o.batch, o.dp, o.batch / o.dp,
-                    rec.slices.size());
+                    rec.slices.size(),
+                    rec.ahead < 0 ? "" : ("; rank " + std::to_string(rec.ahead) + " of them had completed step " +
+                                          std::to_string(rec.step) + ", and the others took its state").c_str());
       return false;
     }
   };

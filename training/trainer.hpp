@@ -57,7 +57,8 @@ class Trainer {
     int step;                 // optimizer steps completed; training goes on from the next
     int ranks;                // survivors
     std::vector<int> slices;  // of each global batch, on this rank
-    bool adopted;             // this rank took the state of another survivor
+    int ahead;                // the survivor (new rank) whose state all took: it had completed the
+                              // step the others failed in; -1 when they were all at one step
   };
   Recovery go_on_after_failure();
 

@@ -28,14 +28,14 @@ Trainer::Recovery Trainer::go_on_after_failure() {
   world.all_reduce(&step, &behind, 1, strata::ReduceOp::min).wait();
   const float candidate = step == furthest ? static_cast<float>(me) : static_cast<float>(n);
   world.all_reduce(&candidate, &source, 1, strata::ReduceOp::min).wait();
-  const bool adopted = behind != furthest && step != furthest;
   if (behind != furthest) {
     uint64_t where[6] = {static_cast<uint64_t>(step_), sampler_.batches_drawn()};
     std::memcpy(where + 2, sampler_.rng().state(), 4 * sizeof(uint64_t));
-    float words[sizeof where / sizeof(float)];
+    constexpr size_t kWords = 6 * sizeof(uint64_t) / sizeof(float);
+    float words[kWords];
     std::memcpy(words, where, sizeof where);
     const int src = static_cast<int>(source);
-    world.broadcast(words, sizeof words / sizeof(float), src);
+    world.broadcast(words, kWords, src);
     world.broadcast(params_.data(), params_.size(), src);
     world.broadcast(opt_.m().data(), opt_.m().size(), src);
     world.broadcast(opt_.v().data(), opt_.v().size(), src);
@@ -56,7 +56,7 @@ Trainer::Recovery Trainer::go_on_after_failure() {
       Pipeline::Shape{*parse_schedule(o_.schedule), 1, 1, microbatches, 0, static_cast<float>(n) / static_cast<float>(o_.dp * o_.microbatches)},
       clock_);
   sync_.rebind(groups_.dp());
-  return {step_, n, slices_, adopted};
+  return {step_, n, slices_, behind != furthest ? static_cast<int>(source) : -1};
 }
 
 }  // namespace strata::train
