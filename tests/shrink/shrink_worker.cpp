@@ -22,7 +22,7 @@
 
 #include <strata/strata.hpp>
 
-#include "error_fields.hpp"
+#include "worker_common.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -36,42 +36,10 @@ using namespace strata;
 
 namespace {
 
-double mono_s() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-int env_int(const char* name, int fallback) {
-  const char* v = getenv(name);
-  return v && *v ? atoi(v) : fallback;
-}
-
-void report(const char* marker, const Error& e) {
-  fprintf(stderr, "%s at=%.6f%s\n", marker, mono_s(), strata_test::error_fields(e).c_str());
-  fflush(stderr);
-}
-
-// Sends `sig` to this process after `after_us`, from another thread, saying `marker` first.
-void signal_self_after(long after_us, int sig, const char* marker) {
-  std::thread([after_us, sig, marker] {
-    std::this_thread::sleep_for(std::chrono::microseconds(after_us));
-    fprintf(stderr, "%s at=%.6f\n", marker, mono_s());
-    fflush(stderr);
-    kill(getpid(), sig);
-  }).detach();
-}
-
-// A stopped process would outlive the test: a child kills it later.
-void reap_later(double seconds) {
-  const pid_t self = getpid();
-  if (fork() == 0) {
-    timespec t{static_cast<time_t>(seconds), static_cast<long>((seconds - static_cast<long>(seconds)) * 1e9)};
-    nanosleep(&t, nullptr);
-    kill(self, SIGKILL);
-    _exit(0);
-  }
-}
+using strata_test::env_int;
+using strata_test::mono_s;
+using strata_test::report;
+using strata_test::signal_self_after;
 
 bool check(const char* name, const std::function<void()>& call, const std::function<bool()>& right) {
   try {
@@ -216,7 +184,7 @@ int main(int argc, char** argv) {
   const long after_us = env_int("SHRINK_KILL_MS", 100) * 1000L;
   if (rank == env_int("SHRINK_KILL", -1)) signal_self_after(after_us, SIGKILL, "KILLING");
   if (mode == "stopped" && rank == env_int("SHRINK_STOP", -1)) {
-    reap_later(env_int("STRATA_TIMEOUT", 30) + env_int("SHRINK_REAP_S", 4));
+    strata_test::reap_later(env_int("STRATA_TIMEOUT", 30) + env_int("SHRINK_REAP_S", 4));
     signal_self_after(env_int("SHRINK_STOP_MS", 100) * 1000L, SIGSTOP, "STOPPING");
   }
   const double t0 = mono_s();
