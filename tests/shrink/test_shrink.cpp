@@ -157,6 +157,33 @@ TEST(Shrink, StoppedRankIsLeftOut) {
   }
 }
 
+// Time to recover: from the SIGKILL of a random rank (mid loop of 256 KiB all_reduces) to
+// the last survivor holding its new communicator, at 4 and 8 ranks (RELIABILITY_TRIALS
+// each; docs/reliability.md has a longer run's figures).
+TEST(Shrink, TimeToRecover) {
+  std::mt19937 rng(std::random_device{}());
+  for (int n : {4, 8}) {
+    std::vector<double> times;
+    for (int t = 0; t < trials(); ++t) {
+      const int victim = std::uniform_int_distribution<int>(0, n - 1)(rng);
+      const int ms = std::uniform_int_distribution<int>(50, 300)(rng);
+      Job j = spawn({STRATA_SHRINK_WORKER_PATH, "killed"}, n,
+                    {{"STRATA_TIMEOUT", "20"}, {"SHRINK_KILL", std::to_string(victim)}, {"SHRINK_KILL_MS", std::to_string(ms)}},
+                    {}, 90);
+      std::vector<int> members;
+      for (int r = 0; r < n; ++r)
+        if (r != victim) members.push_back(r);
+      const double last = expect_survivors(j, members);
+      times.push_back(last - marker_time(j.ranks[victim], "KILLING"));
+      if (HasFailure()) return;
+    }
+    std::sort(times.begin(), times.end());
+    std::cout << n << " ranks, " << times.size() << " trials: from the kill to the last survivor's new communicator "
+              << "median " << times[times.size() / 2] << " s, slowest " << times.back() << " s\n";
+    EXPECT_LT(times.back(), 5.0) << "a timeout was waited for";
+  }
+}
+
 TEST(Shrink, CApi) {
   Job j = spawn({C_SHRINK_WORKER_PATH}, kRanks, {{"STRATA_TIMEOUT", "20"}, {"SHRINK_KILL", "2"}}, {}, 60);
   EXPECT_EQ(j.ranks[2].term_signal, SIGKILL) << j.dump();
