@@ -139,6 +139,17 @@ Hierarchy build_hierarchy(const std::vector<std::string>& hosts, const std::vect
   return h;
 }
 
+Hierarchy restrict_hierarchy(const Hierarchy& h, const std::vector<int>& members) {
+  Hierarchy r = h;
+  r.nranks = static_cast<int>(members.size());
+  for (Level& l : r.levels) {
+    std::vector<std::string> keys;
+    for (int m : members) keys.push_back(std::to_string(l.group[static_cast<size_t>(m)]));
+    l.group = number_groups(keys, &l.ngroups);
+  }
+  return r;
+}
+
 bool oversubscribed(const std::vector<RankCpus>& ranks) {
   std::map<std::string, std::pair<int, std::vector<uint64_t>>> machines;  // ranks, union of masks
   for (const RankCpus& r : ranks) {

@@ -51,6 +51,10 @@ int emulated_node(const std::vector<LevelSpec>& spec, int rank);
 Hierarchy build_hierarchy(const std::vector<std::string>& hosts, const std::vector<LevelSpec>& spec,
                           const std::string& link_model_spec);
 
+// The hierarchy of `members` (ranks of h, ascending) alone, numbered 0.. in that order:
+// each keeps its groups and the levels their link models (Comm::shrink).
+Hierarchy restrict_hierarchy(const Hierarchy& h, const std::vector<int>& members);
+
 // One rank's CPUs: the machine it runs on and the CPUs it may run on (64 per word).
 struct RankCpus {
   std::string machine;

@@ -188,6 +188,19 @@ strataResult_t strataCommSplit(strataComm_t comm, int color, int key, strataComm
   });
 }
 
+strataResult_t strataCommShrink(strataComm_t comm, strataComm_t* newcomm) {
+  return guarded([&] {
+    strata::Comm child = live(comm).shrink();
+    if (!newcomm) {
+      // As for a split: the shrink was done, so no survivor is left waiting in it.
+      child.destroy();
+      throw strata::InvalidArgument("strataCommShrink: newcomm is NULL (the shrink was done and its communicator "
+                                    "destroyed on this rank)");
+    }
+    return adopt(newcomm, std::move(child));
+  });
+}
+
 strataResult_t strataCommDestroy(strataComm_t comm) {
   return guarded([&] {
     live(comm).destroy();

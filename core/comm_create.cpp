@@ -12,8 +12,6 @@
 
 namespace strata {
 
-namespace {
-
 net::Fd listen_like(const net::SockAddr& advertised) {
   net::SockAddr any;
   any.ss.ss_family = advertised.ss.ss_family;
@@ -21,12 +19,20 @@ net::Fd listen_like(const net::SockAddr& advertised) {
   return net::listen_on(any);
 }
 
-uint64_t mix(uint64_t x) {  // splitmix64: spreads split tags so sub-communicators differ
+uint64_t mix(uint64_t x) {  // splitmix64
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
 }
+
+std::vector<std::string> hosts_of(const std::vector<bootstrap::RankInfo>& table) {
+  std::vector<std::string> hosts;
+  for (const auto& info : table) hosts.emplace_back(info.host);
+  return hosts;
+}
+
+namespace {
 
 // The settings every rank must share because plans are built from them (a rank with
 // another algorithm or chunk pairs its transfers with the wrong bytes), as one hash.
@@ -92,13 +98,10 @@ void check_algo_setting(const std::string& algo) {
 }  // namespace
 
 Comm CommState::create(int rank, int nranks, const std::vector<bootstrap::RankInfo>& table, const net::Fd& listener,
-                       const bootstrap::Secret& secret, uint64_t tag, const Config& cfg,
-                       const std::vector<LevelSpec>& spec) {
+                       const bootstrap::Secret& secret, uint64_t tag, const Config& cfg, Hierarchy hier) {
   check_settings_agree(table);
   auto s = std::make_shared<CommState>();
-  std::vector<std::string> hosts;
-  for (const auto& info : table) hosts.emplace_back(info.host);
-  s->hier = build_hierarchy(hosts, spec, settings::text("STRATA_LINK_MODEL"));
+  s->hier = std::move(hier);
   std::vector<RankCpus> cpus;
   for (const auto& info : table) cpus.push_back({info.machine, std::vector<uint64_t>(std::begin(info.cpus), std::end(info.cpus))});
   s->hier.oversubscribed = oversubscribed(cpus);
@@ -150,7 +153,8 @@ static Comm init(int nranks, int rank, const net::SockAddr& root, const bootstra
   net::Fd listener = listen_like(root);
   auto table = bootstrap::join(root, secret, rank, nranks, my_info(cfg, listener, emulated_node(spec, rank)),
                                net::deadline_after(cfg.timeout_s));
-  Comm c = CommState::create(rank, nranks, table, listener, secret, 1, cfg, spec);
+  Comm c = CommState::create(rank, nranks, table, listener, secret, 1, cfg,
+                             build_hierarchy(hosts_of(table), spec, settings::text("STRATA_LINK_MODEL")));
   STRATA_INFO("communicator ready: rank %d of %d, host %s, timeout %g s (%s)", rank, nranks, table[rank].host,
               cfg.timeout_s, cfg.timeout_from);
   return c;
@@ -266,7 +270,8 @@ Comm Comm::split(int color, int key) {
   STRATA_INFO("split: color %d key %d -> rank %d of %zu", color, key, new_rank, table.size());
   // Nodes come from host identities (emulated nodes included); STRATA_HIERARCHY's upper
   // levels describe the world's ranks, not a subset's.
-  return CommState::create(new_rank, static_cast<int>(table.size()), table, listener, s.secret, tag, s.cfg, {});
+  return CommState::create(new_rank, static_cast<int>(table.size()), table, listener, s.secret, tag, s.cfg,
+                           build_hierarchy(hosts_of(table), {}, settings::text("STRATA_LINK_MODEL")));
 }
 
 }  // namespace strata

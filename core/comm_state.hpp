@@ -20,6 +20,12 @@
 
 namespace strata {
 
+// Shared by creation, split and shrink (core/comm_create.cpp): a listener on the address
+// family of `advertised`, any port; a hash that spreads derived communicators' tags.
+net::Fd listen_like(const net::SockAddr& advertised);
+uint64_t mix(uint64_t x);
+std::vector<std::string> hosts_of(const std::vector<bootstrap::RankInfo>& table);
+
 struct CommState {
   enum Life { live, destroyed, aborted };
 
@@ -55,8 +61,9 @@ struct CommState {
   static const CommState& of(const Comm& c) { return c.checked(); }
   // The communicator over `table`'s ranks, connected (core/comm_create.cpp).
   static Comm create(int rank, int nranks, const std::vector<bootstrap::RankInfo>& table, const net::Fd& listener,
-                     const bootstrap::Secret& secret, uint64_t tag, const Config& cfg,
-                     const std::vector<LevelSpec>& spec);
+                     const bootstrap::Secret& secret, uint64_t tag, const Config& cfg, Hierarchy hier);
+  // After a failure: the survivors agree on who is alive and connect anew (core/shrink.cpp).
+  Comm shrink();
 
   // A described collective or point-to-point call: run now (blocking) or queued. A fault
   // (a check this rank failed alone) is refused on every rank (refuse) or, under
@@ -73,6 +80,7 @@ struct CommState {
 
  private:
   void execute(const Call& call);
+  Comm connect_decided(class ShrinkAgreement& a, const net::Fd& listener);
   Plan build_plan_for(const Call& call, bool forward) const;
   // The refusal itself, on the thread that runs operations.
   [[noreturn]] void refuse_here(Fault fault, Collective coll, const std::string& what);

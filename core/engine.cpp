@@ -200,6 +200,8 @@ void Engine::wait_links() {
       if (last_check == Clock::time_point{}) last_check = now;
     }
     if (aborted_.load(std::memory_order_relaxed)) throw InvalidUsage("the communicator was aborted");
+    if (revoked_.load(std::memory_order_relaxed))
+      throw InvalidUsage("Comm::shrink was called on this communicator while this operation ran");
     if (now - last_check > std::chrono::milliseconds(2)) {
       check_control();
       last_check = now;
@@ -252,8 +254,11 @@ void Engine::check_control() {
     const int j = peers[i];
     for (;;) {  // every notice waiting on this socket: probes may queue up behind others
       Notice n{};
-      ssize_t r = ::recv(fds[i].fd, &n, sizeof n, MSG_DONTWAIT | MSG_WAITALL);
+      // Peeked first: a shrink's notices stay for this rank's own shrink to read.
+      ssize_t r = ::recv(fds[i].fd, &n, sizeof n, MSG_DONTWAIT | MSG_PEEK);
       if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
+      if (r == static_cast<ssize_t>(sizeof n) && is_shrink_notice(n.kind)) throw shrinking_error(n, j);
+      if (r > 0) r = ::recv(fds[i].fd, &n, sizeof n, MSG_DONTWAIT | MSG_WAITALL);
       if (r != static_cast<ssize_t>(sizeof n)) {
         relay_ = {};
         throw PeerError(j, "rank " + std::to_string(j) + " died or closed its connection without destroying the communicator");
@@ -272,6 +277,15 @@ void Engine::check_control() {
       }
     }
   }
+}
+
+PeerError Engine::shrinking_error(const Notice& n, int from) {
+  from_notice_ = true;
+  const int o = n.origin >= 0 ? n.origin : from;
+  relay_ = {'A', 0, 0, 0, o};
+  return PeerError(o, "rank " + std::to_string(from) + " is shrinking the communicator" +
+                          (n.origin >= 0 ? " after rank " + std::to_string(n.origin) + " failed" : "") +
+                          ": call Comm::shrink on this rank too (the communicator is unusable)");
 }
 
 PeerError Engine::notice_error(const Notice& n, int from) {
@@ -293,6 +307,7 @@ void Engine::prefer_abort_notice(int culprit) {
     for (ssize_t k = 0; r > 0 && k < r / static_cast<ssize_t>(sizeof(Notice)); ++k) {
       const Notice& n = waiting[k];
       if (n.kind == 'A' || n.kind == 'R') throw notice_error(n, j);
+      if (n.kind == 'J') throw shrinking_error(n, j);
       if (n.kind == 'B' && j == culprit) throw departed(j);
     }
   }
@@ -346,6 +361,11 @@ void Engine::fail_stuck(Clock::duration probed) {
 
 void Engine::fail(std::exception_ptr e, int culprit) {
   if (!failed_) failed_ = e;
+  if (revoked_.load()) return;  // this rank's shrink tells the peers
+  if (culprit_ < 0) {
+    culprit_ = relay_.kind ? relay_.origin : culprit;
+    culprit_stopped_ = relay_.kind == 'A' && (relay_.flags & kStopped);
+  }
   // Tell everyone, so ranks that were not talking to the culprit fail now, naming it.
   Notice n = relay_.kind ? relay_ : Notice{'A', 0, 0, 0, culprit};
   tell_everyone(n);

@@ -12,6 +12,7 @@
 
 #include "ground/settings.hpp"
 #include "core/mesh.hpp"
+#include "core/notice.hpp"
 #include "ground/call.hpp"
 #include "ground/plan.hpp"
 #include "ground/reduce.hpp"
@@ -20,16 +21,6 @@
 
 namespace strata {
 
-// Control messages, on each pair's control socket: fixed 8 bytes so a reader never sees
-// half of one.
-struct Notice {
-  char kind;       // 'B' goodbye, 'A' abort, 'R' refused arguments, 'P' liveness probe, 'Q' its answer
-  uint8_t why;     // 'R': the Fault
-  uint8_t coll;    // 'R': the Collective refused
-  uint8_t flags;   // 'A': whether the origin was found stopped, or is only the rank waited on
-  int32_t origin;  // 'A', 'R': the rank whose failure or refusal caused it (-1 unknown)
-};
-static_assert(sizeof(Notice) == 8);
 
 class Engine {
  public:
@@ -54,6 +45,19 @@ class Engine {
   // Callable from any thread: running and later operations fail, connections are shut
   // down so peers see this rank leave.
   void abort();
+  // Comm::shrink, from any thread: an operation running now fails at its next stall, and
+  // nothing is sent to the peers (the shrink's own notices tell them).
+  void revoke() { revoked_.store(true); }
+  // Once nothing runs any more: every later call throws `why`.
+  void fail_later_calls(std::exception_ptr why) {
+    if (!failed_) failed_ = why;
+  }
+  // The control socket to `peer` (-1 for this rank), for the shrink's agreement.
+  int control_fd(int peer) const { return mesh_.control[static_cast<size_t>(peer)].valid() ? mesh_.control[static_cast<size_t>(peer)].get() : -1; }
+  // The rank whose failure failed this engine (-1: none known), and whether it was found
+  // stopped (it did not answer the liveness probe).
+  int culprit() const { return culprit_; }
+  bool culprit_stopped() const { return culprit_stopped_; }
   // This rank refused a call's arguments on its own (`what`: its message): every peer is
   // told, so the call fails on every rank; later calls here throw.
   void refuse(Fault fault, Collective coll, const std::string& what);
@@ -73,6 +77,7 @@ class Engine {
   // goodbye from the culprit says it destroyed the communicator.
   void prefer_abort_notice(int culprit);
   PeerError notice_error(const Notice& n, int from);  // for an 'A' or 'R' notice; sets relay_
+  PeerError shrinking_error(const Notice& n, int from);  // a peer's shrink began ('J'); sets relay_
   // The liveness probe on a timeout: every live peer is asked, and answers from check_control.
   void send_probe();
   std::vector<int> silent_peers() const;  // live peers that have not answered the probe
@@ -95,6 +100,9 @@ class Engine {
   std::exception_ptr failed_;
   unsigned spins_before_yield_;
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> revoked_{false};
+  int culprit_ = -1;
+  bool culprit_stopped_ = false;
   bool streaming_stores_ = false;  // what the links were last told
   bool links_forward_ = true;      // set once: the links do not change
 };

@@ -189,8 +189,9 @@ Mesh connect_mesh(int rank, const std::vector<RankInfo>& table, const net::Fd& l
   for (int j = 0; j < n; ++j) data[j].resize(static_cast<size_t>(j == rank ? 0 : data_sockets(table[rank], table[j])));
 
   // Higher ranks call lower ones; the listen backlog holds calls until they are accepted.
+  // Every rank listens before the table is known, so a refusal means the peer died.
   auto call = [&](int j, net::Role role, int index) {
-    net::Fd fd = net::connect_to(table[j].listen, deadline);
+    net::Fd fd = net::connect_to(table[j].listen, deadline, true);
     net::Hello h = net::make_hello(secret.bytes, tag, rank, n, role, index);
     net::send_all(fd.get(), &h, sizeof h, deadline, peer_name(j));
     return fd;

@@ -126,7 +126,7 @@ SockAddr local_address(int fd) {
   return a;
 }
 
-Fd connect_to(const SockAddr& addr, Deadline deadline) {
+Fd connect_to(const SockAddr& addr, Deadline deadline, bool listening) {
   auto delay = std::chrono::milliseconds(1);
   for (;;) {
     Fd fd(::socket(addr.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -136,7 +136,8 @@ Fd connect_to(const SockAddr& addr, Deadline deadline) {
       return fd;
     }
     int err = errno;
-    if ((err != ECONNREFUSED && err != ETIMEDOUT && err != EAGAIN && err != ENOENT) || Clock::now() >= deadline)
+    const bool not_yet = (err == ECONNREFUSED && !listening) || err == ETIMEDOUT || err == EAGAIN || err == ENOENT;
+    if (!not_yet || Clock::now() >= deadline)
       throw SystemError("connect to " + addr.str() + ": " + std::strerror(err));
     std::this_thread::sleep_for(delay);
     delay = std::min(delay * 2, std::chrono::milliseconds(100));

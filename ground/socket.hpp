@@ -57,8 +57,9 @@ SockAddr interface_address(const std::string& ifname);
 
 Fd listen_on(const SockAddr& addr, int backlog = 1024);
 SockAddr local_address(int fd);
-// Retries refused connections until the deadline (the listener may not be up yet).
-Fd connect_to(const SockAddr& addr, Deadline deadline);
+// Retries refused connections until the deadline (the listener may not be up yet), unless
+// `listening` says it is: then a refusal means its process is gone, and throws at once.
+Fd connect_to(const SockAddr& addr, Deadline deadline, bool listening = false);
 
 void set_nonblocking(int fd);
 void set_nodelay(int fd);

@@ -56,6 +56,11 @@ strataResult_t strataCommInitFromEnv(strataComm_t* comm);
 /* color == STRATA_SPLIT_NOCOLOR gives *newcomm = NULL; any other negative color is
    strataInvalidArgument on every rank (comm stays usable). */
 strataResult_t strataCommSplit(strataComm_t comm, int color, int key, strataComm_t* newcomm);
+/* After a failure: collective over the surviving ranks, which agree on who is alive
+   within STRATA_TIMEOUT and get a new communicator of those ranks in their old order
+   (strata::Comm::shrink). comm can then only be destroyed. strataRemoteError when this
+   rank was left out. */
+strataResult_t strataCommShrink(strataComm_t comm, strataComm_t* newcomm);
 strataResult_t strataCommDestroy(strataComm_t comm);
 strataResult_t strataCommAbort(strataComm_t comm);
 strataResult_t strataCommRank(strataComm_t comm, int* rank);

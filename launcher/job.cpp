@@ -167,6 +167,12 @@ void Job::on_rank_exit(Rank& rank, int wait_status) {
                          ? "killed by signal " + signal_name(WTERMSIG(wait_status))
                          : "exited with status " + std::to_string(WEXITSTATUS(wait_status));
   stderr_sink_.write("strata-run: rank " + std::to_string(rank.index) + " " + what + "\n");
+  if (options_.keep_going) {
+    if (exit_status_ == 0) exit_status_ = exit_status_of(wait_status);
+    if (int others = running_count(); others > 0)
+      stderr_sink_.write("strata-run: the other " + std::to_string(others) + " rank(s) go on (--keep-going)\n");
+    return;
+  }
   if (int others = running_count(); others > 0)
     stderr_sink_.write("strata-run: stopping the other " + std::to_string(others) +
                        " rank(s)\n");

@@ -128,6 +128,10 @@ void define_options(CLI::App& app, Options& o, const CurrentArg& current) {
             parse_grace);
   add_flag(app, "--no-prefix", "do not prefix output lines with \"[RANK] \"", [&o] { o.prefix_output = false; },
            current);
+  add_flag(app, "--keep-going",
+           "when a rank fails, let the others run on (a job that shrinks its communicator and goes on, such as "
+           "strata-train --on-failure shrink); the exit status is still the first failure's",
+           [&o] { o.keep_going = true; }, current);
   add_value(app, o, "--hosts", "H",
             "emulate H hosts on this machine: one network namespace each, ranks spread over them "
             "in consecutive blocks (needs root)",
@@ -249,10 +253,11 @@ std::string usage_text() {
       "Every line a rank writes is printed as \"[RANK] line\", stdout to stdout and\n"
       "stderr to stderr; lines of different ranks never mix.\n"
       "\n"
-      "When a rank fails (non-zero exit or killed by a signal), or strata-run gets\n"
-      "SIGINT, SIGTERM or SIGHUP, every rank's process group gets SIGTERM, and SIGKILL\n"
-      "after the grace period (at once on a second signal). When all ranks have exited,\n"
-      "processes they left behind in their process groups are killed.\n"
+      "When a rank fails (non-zero exit or killed by a signal; not with --keep-going),\n"
+      "or strata-run gets SIGINT, SIGTERM or SIGHUP, every rank's process group gets\n"
+      "SIGTERM, and SIGKILL after the grace period (at once on a second signal). When\n"
+      "all ranks have exited, processes they left behind in their process groups are\n"
+      "killed.\n"
       "\n"
       "--hosts H (root only) emulates a cluster: each host is a network namespace of its\n"
       "own (strata-PID-h0, ...), with loopback and, for H >= 2, an eth0 on a private network\n"

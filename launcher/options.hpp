@@ -14,6 +14,7 @@ struct Options {
   int nranks = 0;  // 0: -n was not given
   double grace_seconds = 2.0;
   bool prefix_output = true;
+  bool keep_going = false;  // a rank that fails does not stop the others
   bool show_help = false;
   int hosts = 0;                      // 0: no emulated cluster (--hosts not given)
   std::optional<LinkRate> link_rate;  // --link-rate; none: links are not shaped

@@ -68,27 +68,32 @@ void copy_window(const uint8_t* src, size_t start, int T, int* inputs, int* targ
 
 }  // namespace
 
-void BatchSampler::next(const TextData& d, int batch, int T, int rank, int dp, int* inputs,
+void BatchSampler::next(const TextData& d, int batch, int T, const std::vector<int>& slices, int dp, int* inputs,
                         int* targets) {
   const int local = batch / dp;
   const uint64_t starts = d.train_size() - T;  // a window needs T+1 bytes
   // Every rank draws the whole global batch so the streams stay in step.
   for (int i = 0; i < batch; ++i) {
     uint64_t start = rng_.below(starts);
-    int j = i - rank * local;
-    if (j >= 0 && j < local) copy_window(d.train(), start, T, inputs + j * T, targets + j * T);
+    for (size_t k = 0; k < slices.size(); ++k) {
+      const int j = i - slices[k] * local;
+      const size_t row = k * local + j;
+      if (j >= 0 && j < local) copy_window(d.train(), start, T, inputs + row * T, targets + row * T);
+    }
   }
   ++drawn_;
 }
 
-void val_batch(const TextData& d, int index, int batch, int T, int rank, int dp, int* inputs,
+void val_batch(const TextData& d, int index, int batch, int T, const std::vector<int>& slices, int dp, int* inputs,
                int* targets) {
   const int local = batch / dp;
   const uint64_t starts = d.val_size() - T;
-  for (int j = 0; j < local; ++j) {
-    uint64_t window = static_cast<uint64_t>(index) * batch + rank * local + j;
-    copy_window(d.val(), (window * T) % starts, T, inputs + j * T, targets + j * T);
-  }
+  for (size_t k = 0; k < slices.size(); ++k)
+    for (int j = 0; j < local; ++j) {
+      const uint64_t window = static_cast<uint64_t>(index) * batch + slices[k] * local + j;
+      const size_t row = k * local + j;
+      copy_window(d.val(), (window * T) % starts, T, inputs + row * T, targets + row * T);
+    }
 }
 
 }  // namespace strata::train

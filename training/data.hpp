@@ -38,7 +38,12 @@ class BatchSampler {
 
   // Draws the next global batch of `batch` windows of T+1 tokens and writes this rank's
   // slice (batch/dp windows) as inputs and targets, each [batch/dp, T].
-  void next(const TextData& d, int batch, int T, int rank, int dp, int* inputs, int* targets);
+  void next(const TextData& d, int batch, int T, int rank, int dp, int* inputs, int* targets) {
+    next(d, batch, T, std::vector<int>{rank}, dp, inputs, targets);
+  }
+  // The same for several of the dp slices, back to back in the order given (the slices of
+  // a rank that died go to the survivors: strata-train --on-failure shrink).
+  void next(const TextData& d, int batch, int T, const std::vector<int>& slices, int dp, int* inputs, int* targets);
 
   uint64_t batches_drawn() const { return drawn_; }
   const Rng& rng() const { return rng_; }
@@ -51,7 +56,7 @@ class BatchSampler {
 
 // Validation batch `index` of `batch` windows (fixed, so every evaluation sees the same
 // text): this rank's slice, as for training.
-void val_batch(const TextData& d, int index, int batch, int T, int rank, int dp, int* inputs,
+void val_batch(const TextData& d, int index, int batch, int T, const std::vector<int>& slices, int dp, int* inputs,
                int* targets);
 
 }  // namespace strata::train

@@ -8,7 +8,7 @@
 namespace strata::train {
 
 GradSync::GradSync(Group& group, const ParamLayout& layout, int zero, int staging_buffers)
-    : group_(group), layout_(layout), zero_(zero), staging_target_(staging_buffers) {
+    : group_(&group), layout_(layout), zero_(zero), staging_target_(staging_buffers) {
   if (zero < 0 || zero > 2) throw std::invalid_argument("zero must be 0, 1 or 2");
   if (layout.shards() != group.size()) throw std::invalid_argument("layout shards != ranks");
   segments_ = zero == 0 ? layout.all_segments() : layout.shard_segments(group.rank(), zero == 2);
@@ -26,6 +26,22 @@ GradSync::GradSync(Group& group, const ParamLayout& layout, int zero, int stagin
 
 size_t GradSync::grad_bytes() const {
   return (full_.size() + shard_.size()) * sizeof(float) + staging_bytes();
+}
+
+void GradSync::abandon() {
+  for (InFlight& f : inflight_) {
+    try {
+      f.req.wait();
+    } catch (const std::exception&) {  // the failure the caller is recovering from
+    }
+    if (f.staging >= 0) free_.push_back(f.staging);
+  }
+  inflight_.clear();
+}
+
+void GradSync::rebind(Group& group) {
+  if (zero_ != 0) throw std::logic_error("only zero 0 reduces over another group: shards are per rank");
+  group_ = &group;
 }
 
 void GradSync::begin_step() {
@@ -76,19 +92,19 @@ void GradSync::ready_from(int tensor) {
 void GradSync::launch(int k) {
   const Bucket& b = layout_.buckets()[k];
   const size_t n = layout_.slice(b);
-  const int r = group_.rank();
+  const int r = group_->rank();
   InFlight f;
   if (zero_ == 0) {
-    f.req = group_.all_reduce_avg(full_.data() + b.offset, b.real);
+    f.req = group_->all_reduce_avg(full_.data() + b.offset, b.real);
   } else if (zero_ == 1) {
     float* g = full_.data() + b.offset;
-    f.req = group_.reduce_scatter_avg(g, g + r * n, n);
+    f.req = group_->reduce_scatter_avg(g, g + r * n, n);
   } else {
     // A bucket backward never touched (not possible for this model, but cheap to allow)
     // still takes part: every rank must issue the same collectives.
     if (staging_of_[k] < 0) staging_of_[k] = acquire();
     f.staging = staging_of_[k];
-    f.req = group_.reduce_scatter_avg(pool_[f.staging].data(), shard_.data() + b.shard_offset, n);
+    f.req = group_->reduce_scatter_avg(pool_[f.staging].data(), shard_.data() + b.shard_offset, n);
   }
   inflight_.push_back(std::move(f));
 }
@@ -104,14 +120,14 @@ double GradSync::norm_squared(const Kernels& k) {
   for (const Segment& s : segments_)
     if (s.counted) local += k.sum_squares(g + s.grad, s.len);
   // zero 0: every rank holds the same whole gradient, so its own sum is the group's.
-  return zero_ == 0 ? local : group_.all_reduce_sum(local);
+  return zero_ == 0 ? local : group_->all_reduce_sum(local);
 }
 
 void GradSync::gather_params(float* params) {
   if (zero_ == 0) return;
   std::vector<strata::Request> reqs;
   for (const Bucket& b : layout_.buckets())
-    reqs.push_back(group_.all_gather(params + b.offset, layout_.slice(b)));
+    reqs.push_back(group_->all_gather(params + b.offset, layout_.slice(b)));
   for (auto& r : reqs) r.wait();
 }
 

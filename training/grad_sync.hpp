@@ -31,6 +31,10 @@ class GradSync final : public GradSink {
   GradSync(Group& group, const ParamLayout& layout, int zero, int staging_buffers = 3);
 
   void begin_step();
+  // After a failure: waits out what is in flight (it has failed), and, zero 0 only (its
+  // layout does not depend on the rank count), reduces over `group` from now on.
+  void abandon();
+  void rebind(Group& group);
   float* grad(int tensor) override;
   void ready_from(int tensor) override;
   // Launches what is left and waits for every reduction of this step.
@@ -61,7 +65,7 @@ class GradSync final : public GradSink {
   int acquire();
   void retire_oldest();
 
-  Group& group_;
+  Group* group_;
   const ParamLayout& layout_;
   int zero_;
   int staging_target_;

@@ -62,6 +62,20 @@ Group Group::split(int color, int key) {
   return c.valid() ? Group(c) : Group();
 }
 
+Group Group::shrink() {
+  if (!distributed()) return Group();
+  strata::Comm c = comm_.shrink();
+  if (c.size() == 1) {
+    c.destroy();
+    return Group();
+  }
+  return Group(c);
+}
+
+void Group::broadcast(float* buf, size_t n, int root) {
+  if (distributed()) count(n, comm_.broadcast_async(buf, buf, n, DataType::float32, root)).wait();
+}
+
 std::vector<strata::HierarchyLevel> Group::hierarchy() const {
   return distributed() ? comm_.hierarchy() : std::vector<strata::HierarchyLevel>{};
 }

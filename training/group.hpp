@@ -47,6 +47,12 @@ class Group {
   // key; color < 0 gives none (a one-process group). A group of one is kept as one
   // process, with no communicator.
   Group split(int color, int key);
+  // After a member failed, collective over the survivors (Comm::shrink): their group, in
+  // their old order (one process when only this rank is left). This group can then only be
+  // destroyed.
+  Group shrink();
+  // n floats (or any bytes, as floats: nothing is computed on them) from `root` to every rank.
+  void broadcast(float* buf, size_t n, int root);
   // The hierarchy levels of this group's ranks (empty for one process).
   std::vector<strata::HierarchyLevel> hierarchy() const;
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <strata/strata.hpp>
@@ -100,7 +101,7 @@ int run(int argc, char** argv) {
   if (!o.layout.empty()) shape.order = st::parse_grid_order(o.layout);
   st::ParallelGroups groups(replica, shape, *st::parse_schedule(o.schedule) == st::Schedule::interleaved,
                             rank - replica.rank(), o.dp);
-  const bool root = rank == 0;
+  bool root = rank == 0;  // the rank that prints: rank 0 of the survivors after a shrink
   int threads = o.threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency() / world);
   st::set_blas_threads(threads);
@@ -121,6 +122,31 @@ int run(int argc, char** argv) {
     }
     ckpt.reset();
   }
+  // --on-failure shrink: when a rank fails, the survivors go on without it (a failure
+  // otherwise ends the run). Runs `work`; false when it failed and the survivors shrank.
+  bool shrunk = false;
+  auto survive = [&](const std::function<void()>& work) {
+    try {
+      work();
+      return true;
+    } catch (const strata::Error& e) {
+      const auto* peer = dynamic_cast<const strata::PeerError*>(&e);
+      if (o.on_failure != "shrink" || !peer) throw;
+      const double t0 = now_s();
+      const int at = trainer.step() + 1;
+      const st::Trainer::Recovery rec = trainer.go_on_after_failure();
+      shrunk = true;
+      root = groups.world().rank() == 0;
+      if (root)
+        std::printf("step %5d: rank %d failed; %d ranks go on from step %d after %.2f s with the global batch of %d: "
+                    "its %d slices of %d sequences dealt in turn, %zu on rank 0 (more accumulation microbatches)%s\n",
+                    at, peer->peer(), rec.ranks, rec.step + 1, now_s() - t0, o.batch, o.dp, o.batch / o.dp,
+                    rec.slices.size(),
+                    rec.ahead < 0 ? "" : ("; rank " + std::to_string(rec.ahead) + " of them had completed step " +
+                                          std::to_string(rec.step) + ", and the others took its state").c_str());
+      return false;
+    }
+  };
   const auto& lay = trainer.layout();
   const int stop = o.stop_at ? o.stop_at : o.steps;
   if (root) {
@@ -170,7 +196,8 @@ int run(int argc, char** argv) {
   st::Traffic traffic{};
   while (trainer.step() < stop) {
     double t0 = now_s();
-    st::StepResult r = trainer.train_step();
+    st::StepResult r;
+    if (!survive([&] { r = trainer.train_step(); })) continue;
     if (diloco) diloco->after_step();
     double dt = now_s() - t0;
     last_loss = r.loss;
@@ -195,11 +222,10 @@ int run(int argc, char** argv) {
       if (diloco) std::printf(" | %s", diloco->progress().c_str());
       std::printf(" | ETA %s\n", duration_text(avg * (stop - s)).c_str());
     }
-    if ((o.eval_every > 0 && s % o.eval_every == 0) || s == o.steps) do_eval();
-    if (!o.save.empty() && ((o.save_every > 0 && s % o.save_every == 0) || s == stop)) {
-      diloco ? diloco->save(o.save, trainer) : trainer.save(o.save);
-      if (root) std::printf("saved %s at step %d\n", (diloco ? o.save : st::checkpoint_path(o.save)).c_str(), s);
-    }
+    if ((o.eval_every > 0 && s % o.eval_every == 0) || s == o.steps) survive(do_eval);
+    if (!o.save.empty() && ((o.save_every > 0 && s % o.save_every == 0) || s == stop) &&
+        survive([&] { diloco ? diloco->save(o.save, trainer) : trainer.save(o.save); }) && root)
+      std::printf("saved %s at step %d\n", (diloco ? o.save : st::checkpoint_path(o.save)).c_str(), s);
   }
   if (diloco && trainer.step() == o.steps) diloco->finish(trainer);  // the replicas adopt the global model
   double elapsed = now_s() - t_start;
@@ -215,7 +241,7 @@ int run(int argc, char** argv) {
     std::printf("\n");
     if (diloco) {
       std::fputs(diloco->summary().c_str(), stdout);
-    } else if (world > 1 && ran > 0) {
+    } else if (world > 1 && ran > 0 && !shrunk) {  // the formula is for one shape of the job
       for (double& t : traffic) t /= ran;
       std::fputs(st::traffic_report(o, lay, groups.coord(st::kPp), groups.dp_is_world(), traffic).c_str(), stdout);
     }

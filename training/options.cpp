@@ -184,6 +184,13 @@ const std::vector<Flag>& flags() {
             [](strata::OuterSyncConfig& c, const std::string& v) {
               c.mix = static_cast<float>(parse_real("mix", v, 0, 1));
             }),
+      {"on-failure", "WHAT",
+       "stop, or shrink: when a rank dies, the others go on from their state with the same global "
+       "batch (data parallel with --zero 0 only; default stop)",
+       [](Options& o, const std::string& v) {
+         if (v != "stop" && v != "shrink") throw TrainError("--on-failure needs stop or shrink, got '" + v + "'");
+         o.on_failure = v;
+       }},
       {"help", "", "print this help", [](Options& o, const std::string&) { o.help = true; }},
   };
   return table;
@@ -313,6 +320,17 @@ void validate_options(Options& o, int world, bool launched) {
       throw TrainError("--sequence-parallel: a microbatch's " + std::to_string(rows) +
                        " token rows do not divide over --tp " + std::to_string(o.tp));
   }
+  if (o.on_failure == "shrink" && (o.tp > 1 || o.pp > 1))
+    throw TrainError("--on-failure shrink goes on with fewer data-parallel ranks; with --tp or --pp above 1 a rank "
+                     "that dies takes a piece of the model no other rank holds: save checkpoints (--save-every) "
+                     "and --resume instead");
+  if (o.on_failure == "shrink" && o.zero > 0)
+    throw TrainError("--on-failure shrink needs --zero 0: under ZeRO-" + std::to_string(o.zero) +
+                     " each rank alone holds its shard of the optimizer state" + (o.zero == 2 ? " and gradients" : "") +
+                     ", which dies with it; save checkpoints (--save-every) and --resume instead");
+  if (o.on_failure == "shrink" && o.diloco_h > 0)
+    throw TrainError("--on-failure shrink does not combine with --diloco-h yet: the islands would have to agree on "
+                     "a new split of the global batch; save checkpoints (--save-every) and --resume instead");
   if (o.save_every > 0 && o.save.empty()) throw TrainError("--save-every needs --save DIR");
   if (o.stop_at > o.steps)
     throw TrainError("--stop-at " + std::to_string(o.stop_at) + " is beyond --steps " +

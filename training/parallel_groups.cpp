@@ -1,5 +1,7 @@
 #include "parallel_groups.hpp"
 
+#include <stdexcept>
+
 namespace strata::train {
 
 std::vector<GridLevel> grid_levels(const Group& g) {
@@ -11,16 +13,12 @@ std::vector<GridLevel> grid_levels(const Group& g) {
 ParallelGroups::ParallelGroups(Group world, const GridShape& shape, bool ring, int first_slice, int data_ranks)
     : world_(world),
       grid_(shape, grid_levels(world)),
-      dp_is_world_(shape.size[kDp] == shape.ranks()),
       first_slice_(first_slice),
       data_ranks_(data_ranks > 0 ? data_ranks : shape.size[kDp]) {
   const int me = world_.rank();
-  // The whole job serves as the data-parallel group only if its ranks are in the order
-  // of their data-parallel coordinates (the hierarchy may order them otherwise).
-  for (int r = 0; r < shape.ranks(); ++r) dp_is_world_ &= grid_.coord(r, kDp) == r;
   // Every rank takes the same branches: a split is collective over the world.
   if (size(kTp) > 1) tp_ = world_.split(grid_.group_index(kTp, me), coord(kTp));
-  if (size(kDp) > 1 && !dp_is_world_) dp_ = world_.split(grid_.group_index(kDp, me), coord(kDp));
+  choose_dp_group();
   const int P = size(kPp), stage = coord(kPp), column = grid_.group_index(kPp, me);
   if (P == 1) return;
   embedding_ = world_.split(stage == 0 || stage == P - 1 ? column : -1, stage);
@@ -46,6 +44,27 @@ ParallelGroups::ParallelGroups(Group world, const GridShape& shape, bool ring, i
       else (sending_side ? links_.grad_in : links_.grad_out) = g;
     }
   }
+}
+
+// The whole job serves as the data-parallel group only if its ranks are in the order of
+// their data-parallel coordinates (the hierarchy may order them otherwise).
+void ParallelGroups::choose_dp_group() {
+  const GridShape& shape = grid_.shape();
+  dp_is_world_ = shape.size[kDp] == shape.ranks();
+  for (int r = 0; r < shape.ranks(); ++r) dp_is_world_ &= grid_.coord(r, kDp) == r;
+  if (size(kDp) > 1 && !dp_is_world_) dp_ = world_.split(grid_.group_index(kDp, world_.rank()), coord(kDp));
+}
+
+void ParallelGroups::shrink() {
+  if (model_parallel()) throw std::logic_error("only a pure data-parallel job goes on after a failure");
+  Group survivors = world_.shrink();
+  dp_.destroy();
+  world_.destroy();
+  world_ = survivors;
+  GridShape shape = grid_.shape();
+  shape.size[kDp] = world_.size();
+  grid_ = RankGrid(shape, grid_levels(world_));
+  choose_dp_group();
 }
 
 std::array<uint64_t, ParallelGroups::kTrafficKinds> ParallelGroups::bytes() const {

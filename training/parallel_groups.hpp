@@ -42,14 +42,19 @@ class ParallelGroups {
   enum Traffic { kTpBytes, kPpBytes, kDpBytes, kEmbeddingBytes, kWorldBytes, kTrafficKinds };
   std::array<uint64_t, kTrafficKinds> bytes() const;
 
+  // After a rank failed, collective over the survivors of a pure data-parallel job: the
+  // whole job's group shrinks to them and the grid is laid anew over its hierarchy.
+  void shrink();
+
   void destroy();
 
  private:
   Group world_;
   RankGrid grid_;
   Group tp_, dp_, embedding_;
-  bool dp_is_world_;
+  bool dp_is_world_ = false;
   int first_slice_, data_ranks_;
+  void choose_dp_group();
   PipeLinks links_;
 };
 

@@ -96,7 +96,7 @@ double Pipeline::train(const int* tokens, const int* targets, int b, int T, Step
     // The output went out long ago (its gradient has come back); make sure before reuse.
     clock_.comm([&] { act_sends_[x.chunk][x.microbatch].wait(); });
     sink.last_backward(i == last[x.chunk]);
-    chunks_[x.chunk]->backward(*a, sink, 1.0f / s.microbatches);
+    chunks_[x.chunk]->backward(*a, sink, s.loss_scale > 0 ? s.loss_scale : 1.0f / s.microbatches);
     if (!first_virtual(x.chunk)) {
       // The activations go back to the pool now, so the gradient leaves from a buffer of
       // its own (reused once its send has completed).

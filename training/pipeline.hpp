@@ -43,6 +43,9 @@ class Pipeline {
   struct Shape {
     Schedule schedule;
     int stages, virtual_stages, microbatches, stage;
+    // What each microbatch's loss is multiplied by in backward; 0: 1/microbatches (their
+    // mean). strata-train --on-failure shrink gives some ranks more microbatches than others.
+    float loss_scale = 0;
   };
   // chunks: this stage's, in forward order (virtual stages stage, stage + P, ...).
   Pipeline(std::vector<Gpt*> chunks, PipeLinks& links, const Shape& shape, StepClock& clock);

@@ -41,7 +41,10 @@ Trainer::Trainer(const Options& o, ParallelGroups& groups, const TextData& data,
       schedule_{o.lr, o.warmup, o.steps, 0.1f},
       sampler_(o.seed),
       inputs_(static_cast<size_t>(local_batch_) * o.model.ctx),
-      targets_(inputs_.size()) {
+      targets_(inputs_.size()),
+      slices_{groups.data_rank()},
+      replica_slices_(groups.size(kDp)),
+      step_start_(o.seed) {
   init_params(layout_, params_.data(), o.seed);
   std::vector<Gpt*> chunks;
   for (const Chunk& c : layout_.partition().chunks) {
@@ -70,14 +73,16 @@ StepResult Trainer::train_step() {
   const auto bytes_before = groups_.bytes();
   const int T = o_.model.ctx;
   clock_.reset();
-  sampler_.next(data_, o_.batch, T, groups_.data_rank(), groups_.data_ranks(), inputs_.data(), targets_.data());
+  step_start_ = sampler_;
+  mid_step_ = true;
+  sampler_.next(data_, o_.batch, T, slices_, groups_.data_ranks(), inputs_.data(), targets_.data());
   sync_.begin_step();
   grads_.begin_step();
   const double loss_sum = pipe_->train(inputs_.data(), targets_.data(), micro_batch_, T, grads_);
   // The mean loss reaches every rank from the ranks that compute it (one per data-parallel
   // replica). A member, not a local: the reduction writes to it from the communicator's
   // thread.
-  loss_ = reports_loss() ? static_cast<float>(loss_sum / o_.microbatches / groups_.size(kDp)) : 0.0f;
+  loss_ = reports_loss() ? static_cast<float>(loss_sum / o_.microbatches / replica_slices_) : 0.0f;
   strata::Request loss_req = groups_.world().all_reduce(&loss_, &loss_, 1, strata::ReduceOp::sum);
   StepResult r;
   // From here on, time spent is communication that backward did not hide.
@@ -102,6 +107,7 @@ StepResult Trainer::train_step() {
   const auto bytes_after = groups_.bytes();
   for (size_t i = 0; i < r.bytes.size(); ++i) r.bytes[i] = bytes_after[i] - bytes_before[i];
   ++step_;
+  mid_step_ = false;
   return r;
 }
 
@@ -109,17 +115,22 @@ double Trainer::evaluate() {
   const int T = o_.model.ctx;
   // Every slice of each validation batch, shared out over the data-parallel ranks (one
   // each, unless they are one island of several: DiLoCo, where an island evaluates the
-  // whole batch).
+  // whole batch; or survivors of a shrink, which take the dead ranks' slices), run
+  // slices_.size() at a time, as the pipeline is shaped for training.
+  std::vector<int> mine;
+  for (int s = groups_.coord(kDp); s < groups_.data_ranks(); s += groups_.size(kDp)) mine.push_back(s);
   double sum = 0;
-  int done = 0;
   for (int i = 0; i < o_.eval_batches; ++i) {
-    for (int slice = groups_.coord(kDp); slice < groups_.data_ranks(); slice += groups_.size(kDp), ++done) {
-      val_batch(data_, i, o_.batch, T, slice, groups_.data_ranks(), inputs_.data(), targets_.data());
+    for (size_t k = 0; k < mine.size(); k += slices_.size()) {
+      const std::vector<int> some(mine.begin() + k, mine.begin() + std::min(mine.size(), k + slices_.size()));
+      val_batch(data_, i, o_.batch, T, some, groups_.data_ranks(), inputs_.data(), targets_.data());
       sum += pipe_->evaluate(inputs_.data(), targets_.data(), micro_batch_, T);
     }
   }
-  float mean =
-      done && reports_loss() ? static_cast<float>(sum / done / o_.microbatches / groups_.size(kDp)) : 0.0f;
+  // Each slice is evaluated once by the ranks that report the loss.
+  float mean = o_.eval_batches && reports_loss()
+                   ? static_cast<float>(sum / o_.eval_batches / o_.microbatches / groups_.data_ranks())
+                   : 0.0f;
   groups_.world().all_reduce(&mean, &mean, 1, strata::ReduceOp::sum).wait();
   return mean;
 }

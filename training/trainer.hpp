@@ -49,6 +49,19 @@ class Trainer {
   // the whole parameters are gathered to rank 0 first.
   std::string sample(int len, uint64_t seed);
 
+  // strata-train --on-failure shrink (training/trainer_shrink.cpp), after a rank of a pure
+  // data-parallel zero-0 job failed, collective over the survivors: they shrink the job's
+  // communicator, take the state of the survivor furthest on (one may have finished the
+  // step the others failed in), and share the dead ranks' slices of every global batch.
+  struct Recovery {
+    int step;                 // optimizer steps completed; training goes on from the next
+    int ranks;                // survivors
+    std::vector<int> slices;  // of each global batch, on this rank
+    int ahead;                // the survivor (new rank) whose state all took: it had completed the
+                              // step the others failed in; -1 when they were all at one step
+  };
+  Recovery go_on_after_failure();
+
   void save(const std::string& dir);  // collective; rank 0 writes
   // Throws TrainError when the checkpoint's model does not match this one.
   void load(const CheckpointReader& r);
@@ -89,6 +102,14 @@ class Trainer {
   std::vector<size_t> canonical_offset_;  // per tensor, in the whole model
   int step_ = 0;
   float loss_ = 0;
+  // The dp slices of each global batch this rank computes (its own, and after a shrink
+  // those of dead ranks), and the data position before the step in progress.
+  std::vector<int> slices_;
+  // The slices of each global batch this rank's replica computes per step: the
+  // data-parallel ranks' at the start (a shrink deals them to the survivors, keeping the count).
+  int replica_slices_;
+  BatchSampler step_start_;
+  bool mid_step_ = false;
 };
 
 // "12.34 MB" (10^6 bytes), as the reports print sizes.

@@ -26,7 +26,7 @@ void Trainer::gather_whole(Section s, const std::function<void(int, const float*
   Group& world = groups_.world();
   const RankGrid& grid = groups_.grid();
   const bool root = world.rank() == 0;
-  const int T = o_.tp, P = o_.pp, D = groups_.size(kDp);
+  const int T = o_.tp, P = o_.pp, D = groups_.size(kDp);  // fewer than --dp after a shrink
   const float* src = s == Section::params ? params_.data()
                      : s == Section::adam_m ? opt_.m().data()
                                             : opt_.v().data();

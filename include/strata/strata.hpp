@@ -97,6 +97,16 @@ class Comm {
   // every rank (the communicator stays usable).
   Comm split(int color, int key);
 
+  // After a failure (or at any time), collective over the surviving ranks: they agree on
+  // who is alive within STRATA_TIMEOUT (a rank that does not call shrink by then, or is
+  // stopped, is left out) and get a new communicator of those ranks, numbered in their
+  // old order, with the hierarchy and the tuner's choices made for the new shape. First
+  // fails this communicator's running and queued operations on this rank (a call still
+  // running on another rank fails as this rank's shrink reaches it); afterwards every
+  // call on this communicator throws: destroy it. Throws PeerError when this rank was
+  // left out. docs/api.md, "Shrink".
+  Comm shrink();
+
   // Finishes queued operations, tells peers this rank is leaving, releases everything.
   // Any later call on this communicator throws InvalidUsage.
   void destroy();

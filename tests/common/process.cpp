@@ -202,6 +202,25 @@ Process::Process(Process&&) noexcept = default;
 
 pid_t Process::pid() const { return child_->pid; }
 
+bool Process::wait_for_output(const std::string& needle, double timeout_s) {
+  detail::Child& c = *child_;
+  const double until = now_s() + timeout_s;
+  for (;;) {
+    if (c.res.out.find(needle) != std::string::npos || c.res.err.find(needle) != std::string::npos) return true;
+    if ((c.fd[0] < 0 && c.fd[1] < 0) || now_s() > until) return false;
+    std::vector<pollfd> pfds;
+    std::vector<int> which;
+    for (int k = 0; k < 2; ++k)
+      if (c.fd[k] >= 0) {
+        pfds.push_back({c.fd[k], POLLIN, 0});
+        which.push_back(k);
+      }
+    poll(pfds.data(), pfds.size(), 20);
+    for (size_t i = 0; i < pfds.size(); ++i)
+      if (pfds[i].revents & (POLLIN | POLLHUP | POLLERR)) c.read_from(which[i]);
+  }
+}
+
 ProcResult Process::finish(double deadline_s) {
   detail::collect({child_.get()}, deadline_s);
   return child_->take();

@@ -62,6 +62,10 @@ class Process {
   Process& operator=(const Process&) = delete;
 
   pid_t pid() const;
+  // Reads the process's output until `needle` appears in it (stdout or stderr) or
+  // `timeout_s` passes; false then, or when the process has exited without writing it.
+  // What was read is kept for finish().
+  bool wait_for_output(const std::string& needle, double timeout_s);
   ProcResult finish(double deadline_s);
 
  private:

@@ -66,28 +66,38 @@ struct Job {
   }
 };
 
-// Rank r gets `env`, then per_rank[r] (if any), then the bootstrap variables.
-inline Job spawn(const std::vector<std::string>& argv, int n, const std::map<std::string, std::string>& env,
-                 const std::vector<std::map<std::string, std::string>>& per_rank, double deadline_s) {
+// The ranks of a job as strata-run would start them, without strata-run: rank r gets
+// `env`, then per_rank[r] (if any), then the bootstrap variables.
+struct JobSpecs {
+  std::vector<SpawnSpec> ranks;
+  std::string secret;
+};
+inline JobSpecs job_specs(const std::vector<std::string>& argv, int n, const std::map<std::string, std::string>& env,
+                          const std::vector<std::map<std::string, std::string>>& per_rank) {
   int port = free_port();
-  std::string secret = random_secret_hex();
-  std::vector<SpawnSpec> specs;
+  JobSpecs js{{}, random_secret_hex()};
   for (int r = 0; r < n; ++r) {
     std::map<std::string, std::string> e = env;
     if (r < static_cast<int>(per_rank.size())) e = with(e, per_rank[r]);
     e["STRATA_RANK"] = std::to_string(r);
     e["STRATA_WORLD_SIZE"] = std::to_string(n);
     e["STRATA_ROOT"] = "127.0.0.1:" + std::to_string(port);
-    e["STRATA_SECRET"] = secret;
-    specs.push_back({argv, make_env(e), false});
+    e["STRATA_SECRET"] = js.secret;
+    js.ranks.push_back({argv, make_env(e), false});
   }
+  return js;
+}
+
+inline Job spawn(const std::vector<std::string>& argv, int n, const std::map<std::string, std::string>& env,
+                 const std::vector<std::map<std::string, std::string>>& per_rank, double deadline_s) {
+  JobSpecs js = job_specs(argv, n, env, per_rank);
   Job j;
   double t0 = now_s();
-  j.ranks = run_all(specs, deadline_s);
+  j.ranks = run_all(js.ranks, deadline_s);
   j.wall_s = now_s() - t0;
   // A rank killed before its peers mapped its shared-memory segment cannot unlink it;
   // remove the job's leftovers as strata-run does.
-  strata::remove_job_segments(secret);
+  strata::remove_job_segments(js.secret);
   return j;
 }
 
@@ -132,6 +142,7 @@ inline void check_after_error(const ProcResult& p, int r) {
   }
 }
 
+#ifdef STRATA_FAILURE_WORKER_PATH  // the tests that run strata-failure-worker
 // Rank 2 of 4 SIGKILLs itself ~100 ms into a loop of 64 MiB all_reduces: every survivor
 // must catch a PeerError/TimeoutError naming rank 2 within 10 s (STRATA_TIMEOUT is 20),
 // later calls must throw and destroy() must return. `env` for every rank, `per_rank` on top.
@@ -161,5 +172,6 @@ inline void expect_killed_rank_reported(const std::map<std::string, std::string>
     check_after_error(p, r);
   }
 }
+#endif
 
 }  // namespace strata_test

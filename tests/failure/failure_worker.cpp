@@ -24,7 +24,7 @@
 
 #include <strata/strata.hpp>
 
-#include "error_fields.hpp"
+#include "worker_common.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -39,59 +39,15 @@ using namespace strata;
 
 namespace {
 
-double mono_s() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-void report(const char* marker, const Error& e, double seconds) {
-  // `after` before the fields: msg runs to the end of the line.
-  fprintf(stderr, "%s after=%.3f%s\n", marker, seconds, strata_test::error_fields(e).c_str());
-  fflush(stderr);
-}
-
-// After a failure: later calls must throw (not hang) and destroy() must return.
-[[noreturn]] void after_error(Comm& comm) {
-  std::vector<float> x(1024, 1.0f), y(1024);
-  double t = mono_s();
-  try {
-    comm.all_reduce(x.data(), y.data(), x.size(), DataType::float32, ReduceOp::sum);
-    fprintf(stderr, "SECOND-CALL-NO-THROW after=%.3f\n", mono_s() - t);
-  } catch (const Error& e) {
-    report("SECOND-CALL-THREW", e, mono_s() - t);
-  }
-  t = mono_s();
-  try {
-    comm.barrier();
-    fprintf(stderr, "THIRD-CALL-NO-THROW after=%.3f\n", mono_s() - t);
-  } catch (const Error& e) {
-    report("THIRD-CALL-THREW", e, mono_s() - t);
-  }
-  t = mono_s();
-  try {
-    comm.destroy();
-    fprintf(stderr, "DESTROY-RETURNED after=%.3f\n", mono_s() - t);
-  } catch (const Error& e) {
-    report("DESTROY-THREW", e, mono_s() - t);
-  }
-  fflush(stderr);
-  exit(3);
-}
+using strata_test::after_error;
+using strata_test::env_int;
+using strata_test::mono_s;
+using strata_test::report;
+using strata_test::signal_self_after;
 
 int timeout_s() {
   const char* t = getenv("STRATA_TIMEOUT");
   return t ? atoi(t) : 30;
-}
-
-// Sends `sig` to this process `after_ms` from now, from another thread, saying `marker`.
-void signal_self_after(int after_ms, int sig, const char* marker) {
-  std::thread([after_ms, sig, marker] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
-    fprintf(stderr, "%s\n", marker);
-    fflush(stderr);
-    kill(getpid(), sig);
-  }).detach();
 }
 
 // All ranks loop over float all_reduces of `count` until one fails (then after_error) or
@@ -118,28 +74,16 @@ int mode_killed(Comm& comm) {
   const size_t count = (size_t(64) << 20) / sizeof(float);
   std::vector<float> x(count, 1.0f), y(count);
   comm.barrier();  // everyone is connected and in step before the loop starts
-  if (comm.rank() == 2) signal_self_after(100, SIGKILL, "RANK2-KILLING-ITSELF");
+  if (comm.rank() == 2) signal_self_after(100000, SIGKILL, "RANK2-KILLING-ITSELF");
   return loop_all_reduces(comm, x, y);
-}
-
-int env_int(const char* name, int fallback) {
-  const char* v = getenv(name);
-  return v ? atoi(v) : fallback;
 }
 
 int mode_stopped(Comm& comm) {
   std::vector<float> x(65536, 1.0f), y(65536);
   comm.barrier();
   if (comm.rank() == env_int("FAILURE_STOP_RANK", 0)) {
-    // The reaper: a stopped process would outlive the test otherwise.
-    pid_t self = getpid();
-    if (fork() == 0) {
-      timespec t{timeout_s() + 2, 500000000};
-      nanosleep(&t, nullptr);
-      kill(self, SIGKILL);
-      _exit(0);
-    }
-    signal_self_after(env_int("FAILURE_STOP_AFTER_MS", 100), SIGSTOP, "STOPPING-ITSELF");
+    strata_test::reap_later(timeout_s() + 2.5);
+    signal_self_after(env_int("FAILURE_STOP_AFTER_MS", 100) * 1000L, SIGSTOP, "STOPPING-ITSELF");
   }
   return loop_all_reduces(comm, x, y);
 }

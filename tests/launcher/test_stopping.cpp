@@ -41,6 +41,19 @@ TEST(Stopping, FailingRankStopsTheOthers) {
   EXPECT_EQ(survivors(pids), std::set<pid_t>{});
 }
 
+// --keep-going: the others run to their end (a job that shrinks and goes on); the exit
+// status is still the failed rank's.
+TEST(Stopping, KeepGoingLetsTheOthersFinish) {
+  TempDir dir;
+  std::string script = std::string(kRecordFn) +
+                       "if [ \"$STRATA_RANK\" = 2 ]; then exit 3; fi; sleep 0.5; : > \"$TESTDIR/done.$STRATA_RANK\"";
+  ProcResult r = run_launcher({"--keep-going", "-n", "4", "/bin/sh", "-c", script}, {dir.env()});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_TRUE(contains(r.err, "strata-run: rank 2 exited with status 3\n")) << r.err;
+  EXPECT_TRUE(contains(r.err, "go on (--keep-going)")) << r.err;
+  for (int rank : {0, 1, 3}) EXPECT_EQ(::access((dir.path() / ("done." + std::to_string(rank))).c_str(), F_OK), 0) << rank;
+}
+
 // Shared-memory segments are named after the job's secret ("strata-" + its first 12 hex
 // digits + "-"): a rank killed before unlinking its segment leaves it, and strata-run
 // removes those of its job, and only those, once every rank is gone.

@@ -1,0 +1,171 @@
+// Comm::shrink: after a failure, the survivors agree on who is alive over the parent's
+// control sockets (core/shrink_agreement.hpp) and connect a new communicator of the
+// members, numbered in their old order, with the parent's hierarchy restricted to them and
+// a plan cache of its own (so the tuner chooses again for the new shape). docs/api.md,
+// "Shrink", has the contract.
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "core/comm_state.hpp"
+#include "core/shrink_agreement.hpp"
+#include "ground/log.hpp"
+
+namespace strata {
+
+namespace {
+
+using Time = ShrinkAgreement::Time;
+
+Time now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// Sends what the agreement asks to; a peer that cannot take it has closed, which its
+// socket's read reports.
+void flush(const Engine& engine, ShrinkAgreement& a) {
+  for (const ShrinkAgreement::Out& o : a.take_outgoing()) {
+    const int fd = engine.control_fd(o.to);
+    if (fd >= 0) (void)::send(fd, &o.n, sizeof o.n, MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+}
+
+// Waits up to `wait_ms` (less when the agreement has a deadline sooner) for the parent's
+// control sockets, feeds the agreement every notice and closed connection, and sends its
+// answers. What the failed communicator left there (abort notices, probe answers) is
+// skipped; a probe from a rank still in a call is answered, since this rank is alive.
+void pump(const Engine& engine, int me, int n, ShrinkAgreement& a, int wait_ms) {
+  flush(engine, a);
+  std::vector<pollfd> fds;
+  std::vector<int> peers;
+  for (int j = 0; j < n; ++j) {
+    const int fd = engine.control_fd(j);
+    if (j != me && fd >= 0 && !a.is_closed(j)) {
+      fds.push_back({fd, POLLIN, 0});
+      peers.push_back(j);
+    }
+  }
+  const Time left = a.next_deadline() - now_s();
+  const int ms = std::clamp(static_cast<int>(left * 1000) + 1, 0, wait_ms);
+  if (::poll(fds.data(), fds.size(), ms) > 0) {
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (!fds[i].revents) continue;
+      const int j = peers[i];
+      for (;;) {
+        Notice got{};
+        const ssize_t r = ::recv(fds[i].fd, &got, sizeof got, MSG_DONTWAIT | MSG_WAITALL);
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
+        if (r != static_cast<ssize_t>(sizeof got) || got.kind == 'B') {  // gone, or destroyed the parent
+          a.closed(j, now_s());
+          break;
+        }
+        if (is_shrink_notice(got.kind)) {
+          a.notice(j, got, now_s());
+        } else if (got.kind == 'P') {
+          const Notice answer{'Q', 0, 0, 0, me};
+          (void)::send(fds[i].fd, &answer, sizeof answer, MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
+      }
+    }
+  }
+  a.tick(now_s());
+  flush(engine, a);
+}
+
+uint16_t port_of(const net::Fd& listener) { return net::local_address(listener.get()).port(); }
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s;
+  for (int r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace
+
+Comm CommState::shrink() {
+  const Time t0 = now_s();
+  // As NCCL_SHRINK_ABORT: the parent's running and queued operations fail first, so this
+  // thread alone reads the control sockets from here on.
+  engine->revoke();
+  queue.abort(std::make_exception_ptr(InvalidUsage("Comm::shrink was called before this operation ran")));
+  engine->fail_later_calls(std::make_exception_ptr(
+      InvalidUsage("this communicator was shrunk: use the communicator Comm::shrink returned, and destroy this one")));
+
+  ShrinkAgreement a(rank, nranks, cfg.timeout_s);
+  net::Fd listener = listen_like(table[rank].listen);
+  std::vector<int> known_dead;
+  if (engine->culprit_stopped()) known_dead.push_back(engine->culprit());
+  a.begin(now_s(), port_of(listener), engine->culprit(), known_dead);
+  for (;;) {
+    while (a.state() == ShrinkAgreement::State::agreeing) pump(*engine, rank, nranks, a, 50);
+    flush(*engine, a);
+    if (a.state() == ShrinkAgreement::State::excluded)
+      throw PeerError(a.excluded_by(), "Comm::shrink: " + a.why_excluded());
+    if (!a.doomed()) {
+      try {
+        Comm c = connect_decided(a, listener);
+        a.created();
+        flush(*engine, a);
+        STRATA_INFO("shrink: rank %d of %d is rank %d of %zu (left out: %s) after %.3f s, attempt %d", rank, nranks,
+                    c.rank(), a.members().size(), rank_list(a.left_out()).c_str(), now_s() - t0, a.epoch() + 1);
+        return c;
+      } catch (const Error& e) {
+        STRATA_WARN("shrink: attempt %d could not connect the new communicator of ranks %s: %s", a.epoch() + 1,
+                    rank_list(a.members()).c_str(), e.what());
+      }
+    }
+    listener = listen_like(table[rank].listen);
+    a.retry(now_s(), port_of(listener));
+  }
+}
+
+// Connects the members of the agreement's decision. Meanwhile a second thread keeps
+// reading the parent's control sockets: should a member die or begin the next attempt, the
+// listener is shut down, so that waiting for that member's connection ends now rather than
+// at STRATA_TIMEOUT; the waits on the other members then end as they fail in turn.
+Comm CommState::connect_decided(ShrinkAgreement& a, const net::Fd& listener) {
+  const std::vector<int>& members = a.members();
+  std::vector<bootstrap::RankInfo> new_table;
+  int new_rank = -1;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (members[i] == rank) new_rank = static_cast<int>(i);
+    bootstrap::RankInfo info = table[members[i]];
+    info.listen.set_port(a.member_ports()[i]);
+    new_table.push_back(info);
+  }
+  // Every member computes the same tag only from the same decision: members of different
+  // decisions refuse each other's connections.
+  uint64_t tag = mix(this->tag ^ mix(0x736872696e6bull + static_cast<uint64_t>(a.epoch())));
+  for (int x : a.left_out()) tag = mix(tag ^ static_cast<uint64_t>(x));
+
+  std::atomic<bool> done{false};
+  std::thread watcher([&] {
+    while (!done.load()) {
+      pump(*engine, rank, nranks, a, 20);
+      if (a.doomed()) {
+        ::shutdown(listener.get(), SHUT_RDWR);
+        return;
+      }
+    }
+  });
+  struct Stop {
+    std::atomic<bool>& done;
+    std::thread& t;
+    ~Stop() {
+      done.store(true);
+      t.join();
+    }
+  } stop{done, watcher};
+  return create(new_rank, static_cast<int>(members.size()), new_table, listener, secret, tag, cfg,
+                restrict_hierarchy(hier, members));
+}
+
+Comm Comm::shrink() {
+  CommState& s = checked();
+  if (s.group_depth > 0) throw InvalidUsage("shrink: not allowed inside group_start/group_end");
+  return s.shrink();
+}
+
+}  // namespace strata

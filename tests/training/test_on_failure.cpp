@@ -1,0 +1,143 @@
+// strata-train --on-failure shrink: a rank of a 4-rank data-parallel job is SIGKILLed once
+// step 10 is printed; the 3 others go on from their state with the same global batch and
+// must print the serial run's losses and validation losses (relative 1e-5, as the parallel
+// golden runs: only the order of the reductions differs) to the end, and agree on their
+// parameters. The ranks are spawned directly, as strata-run would stop the survivors.
+// Then the flags that cannot go on after a failure are refused.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "failure_job.hpp"
+#include "train_proc.hpp"
+
+using train_test::rel_diff;
+
+namespace {
+
+constexpr int kSteps = 60;
+
+std::vector<std::string> model_args() {
+  return {"--data",      STRATA_DATA_PATH, "--layers",     "2",   "--heads",        "4",
+          "--dim",       "32",             "--ctx",        "16",  "--batch",        "8",
+          "--steps",     std::to_string(kSteps), "--warmup", "5", "--lr",           "3e-3",
+          "--eval-every", "20",            "--eval-batches", "2", "--sample-len",   "0",
+          "--bucket-mb", "0.01",           "--threads",    "1"};
+}
+
+// "step N/M | loss X" and "step N | val loss X" lines of one output, keyed "N" and "vN".
+std::map<std::string, std::string> losses(const std::string& out) {
+  std::map<std::string, std::string> m;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    int step = 0;
+    char buf[64];
+    if (std::sscanf(line.c_str(), "step %d/%*d | loss %63s", &step, buf) == 2) m[std::to_string(step)] = buf;
+    if (std::sscanf(line.c_str(), "step %d | val loss %63s", &step, buf) == 2) m["v" + std::to_string(step)] = buf;
+  }
+  return m;
+}
+
+void kill_one_and_compare(int victim) {
+  const train_test::TrainRun serial = train_test::run_train(0, model_args());
+  ASSERT_TRUE(serial.ok()) << serial.describe();
+
+  std::vector<std::string> argv{STRATA_TRAIN_PATH};
+  for (const std::string& a : model_args()) argv.push_back(a);
+  argv.insert(argv.end(), {"--on-failure", "shrink"});
+  strata_test::JobSpecs js = strata_test::job_specs(argv, 4, {{"STRATA_TIMEOUT", "20"}}, {});
+  std::vector<strata_test::Process> ranks;
+  for (const auto& spec : js.ranks) ranks.emplace_back(spec);
+  // Rank 0 prints the progress; the victim dies a little after step 10.
+  ASSERT_TRUE(ranks[0].wait_for_output("step    10/", 60)) << "no step 10";
+  kill(-ranks[static_cast<size_t>(victim)].pid(), SIGKILL);
+  std::vector<strata_test::ProcResult> res;
+  for (auto& p : ranks) res.push_back(p.finish(60));
+  strata::remove_job_segments(js.secret);
+  std::string all;
+  for (size_t r = 0; r < res.size(); ++r) all += "---- rank " + std::to_string(r) + ": " + res[r].describe() + "\n" + res[r].out + res[r].err;
+
+  EXPECT_EQ(res[static_cast<size_t>(victim)].term_signal, SIGKILL) << all;
+  std::map<std::string, std::string> got;
+  std::vector<std::string> checksums, went_on;
+  for (int r = 0; r < 4; ++r) {
+    const strata_test::ProcResult& p = res[static_cast<size_t>(r)];
+    for (auto& [k, v] : losses(p.out)) {  // the victim's too, from before it died
+      EXPECT_TRUE(!got.count(k) || got[k] == v) << "step " << k << " printed twice, differently\n" << all;
+      got[k] = v;
+    }
+    if (r == victim) continue;
+    EXPECT_TRUE(p.exited && p.exit_code == 0) << "rank " << r << ": " << p.describe() << "\n" << all;
+    for (const std::string& l : strata_test::lines_containing(p.out, "parameter checksum"))
+      checksums.push_back(l.substr(l.rfind(' ') + 1));
+    for (const std::string& l : strata_test::lines_containing(p.out, "ranks go on from step")) went_on.push_back(l);
+  }
+  ASSERT_EQ(went_on.size(), 1u) << "the new rank 0 says once where the survivors went on\n" << all;
+  std::cout << went_on[0] << "\n";
+  int failed_at = 0, victim_named = -1;
+  std::sscanf(went_on[0].c_str(), "step %d: rank %d failed", &failed_at, &victim_named);
+  EXPECT_EQ(victim_named, victim) << went_on[0];
+  EXPECT_GT(failed_at, 10) << went_on[0];
+  EXPECT_LE(failed_at, kSteps) << went_on[0];
+  EXPECT_NE(went_on[0].find("3 ranks go on"), std::string::npos) << went_on[0];
+  // Every survivor holds the same parameters at the end.
+  ASSERT_EQ(checksums.size(), 3u) << all;
+  EXPECT_TRUE(std::all_of(checksums.begin(), checksums.end(), [&](const std::string& c) { return c == checksums[0]; }))
+      << all;
+  // The curve: every loss printed is the serial one. The step the victim died in may have
+  // been completed by a survivor other than rank 0, which then does not print it.
+  double worst = 0;
+  int missing = 0;
+  for (const auto& [step, loss] : serial.loss) {
+    auto it = got.find(std::to_string(step));
+    if (it == got.end()) {
+      ++missing;
+      EXPECT_EQ(step, failed_at) << "step " << step << " was not printed\n" << all;
+      continue;
+    }
+    const double d = rel_diff(it->second, loss);
+    worst = std::max(worst, d);
+    EXPECT_LE(d, 1e-5) << "step " << step << ": " << it->second << " vs serial " << loss;
+  }
+  for (const auto& [step, loss] : serial.val_loss) {
+    const std::string k = "v" + std::to_string(step);
+    ASSERT_TRUE(got.count(k)) << "no validation loss at step " << step << "\n" << all;
+    worst = std::max(worst, rel_diff(got[k], loss));
+    EXPECT_LE(rel_diff(got[k], loss), 1e-5) << "validation at step " << step;
+  }
+  std::cout << "rank " << victim << " killed, failed in step " << failed_at << "; " << kSteps - missing << " of " << kSteps
+            << " losses and " << serial.val_loss.size() << " validation losses printed, worst relative difference "
+            << worst << " from the serial run\n";
+}
+
+TEST(OnFailureShrink, KilledRankTheOthersStayOnTheSerialCurve) { kill_one_and_compare(2); }
+
+// Rank 0 prints the progress: after it dies, rank 0 of the survivors (rank 1) does.
+TEST(OnFailureShrink, KilledRankZeroTheOthersStayOnTheSerialCurve) { kill_one_and_compare(0); }
+
+TEST(OnFailureShrink, RefusedWhereARankHoldsWhatNoOtherDoes) {
+  struct Bad {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const Bad& b : std::vector<Bad>{{{"--tp", "2"}, "--tp or --pp above 1"},
+                                       {{"--pp", "2"}, "--tp or --pp above 1"},
+                                       {{"--zero", "1"}, "needs --zero 0: under ZeRO-1"},
+                                       {{"--zero", "2"}, "optimizer state and gradients"},
+                                       {{"--diloco-h", "10", "--islands", "2"}, "does not combine with --diloco-h"}}) {
+    std::vector<std::string> args = model_args();
+    args.insert(args.end(), b.args.begin(), b.args.end());
+    args.insert(args.end(), {"--on-failure", "shrink"});
+    const train_test::TrainRun r = train_test::run_train(2, args, 60);
+    EXPECT_FALSE(r.ok()) << r.describe();
+    EXPECT_NE(r.proc.out.find(b.says), std::string::npos) << r.describe();
+  }
+}
+
+}  // namespace
