@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Synchronous data parallel against DiLoCo on an emulated two-island cluster.
 
 Runs strata-train under `strata-run -n RANKS --hosts 2 --link-rate RATE` once per

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Why the outer sync's 4-bit format is e2m1 and not e3m0 (docs/api.md).
 
 Both with one fp32 scale per block of 64 elements (the block's absmax mapped to the top
