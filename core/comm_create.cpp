@@ -197,6 +197,8 @@ Comm Comm::split(int color, int key) {
                    s.nranks),
           true);
   uint64_t tag = mix(s.tag ^ mix(++s.splits) ^ mix(static_cast<uint64_t>(static_cast<uint32_t>(color))));
+  // Every rank checks every entry, so a malformed one fails the split on all ranks alike.
+  for (int r = 0; r < s.nranks; ++r) bootstrap::check_rank_info(all[r].info, "rank " + std::to_string(r) + " (split)");
   if (color < 0) return Comm();
   std::vector<int> members;
   for (int r = 0; r < s.nranks; ++r)

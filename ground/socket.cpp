@@ -214,6 +214,25 @@ static bool same_secret(const uint8_t a[16], const uint8_t b[16]) {
   return diff == 0;
 }
 
+std::optional<Hello> parse_hello(const void* bytes, size_t n, const uint8_t secret[16], uint64_t comm_tag,
+                                 std::string* why) {
+  Hello h{};
+  if (n != sizeof h) {
+    *why = "a first message of " + std::to_string(n) + " bytes is not a hello";
+    return std::nullopt;
+  }
+  std::memcpy(&h, bytes, sizeof h);
+  if (h.magic != kHelloMagic || !same_secret(h.secret, secret)) {
+    *why = "it did not present this job's secret";
+    return std::nullopt;
+  }
+  if (h.comm_tag != comm_tag) {
+    *why = "it is for another communicator";
+    return std::nullopt;
+  }
+  return h;
+}
+
 std::pair<Fd, Hello> accept_authenticated(int listen_fd, const uint8_t secret[16], uint64_t comm_tag,
                                           Deadline deadline) {
   for (;;) {
@@ -235,12 +254,9 @@ std::pair<Fd, Hello> accept_authenticated(int listen_fd, const uint8_t secret[16
       STRATA_WARN("refused connection from %s: no hello (%s)", from.str().c_str(), e.what());
       continue;
     }
-    if (h.magic != kHelloMagic || !same_secret(h.secret, secret)) {
-      STRATA_WARN("refused connection from %s: it did not present this job's secret", from.str().c_str());
-      continue;
-    }
-    if (h.comm_tag != comm_tag) {
-      STRATA_WARN("refused connection from %s: it is for another communicator", from.str().c_str());
+    std::string why;
+    if (!parse_hello(&h, sizeof h, secret, comm_tag, &why)) {
+      STRATA_WARN("refused connection from %s: %s", from.str().c_str(), why.c_str());
       continue;
     }
     return {std::move(fd), h};

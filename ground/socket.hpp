@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -82,6 +83,11 @@ inline constexpr uint64_t kHelloMagic = 0x5354524154413031ull;  // "STRATA01"
 
 Hello make_hello(const uint8_t secret[16], uint64_t comm_tag, int rank, int nranks, Role role,
                  int index);
+// The first bytes a connection sent, read as a hello for this job (`secret`) and
+// communicator (`comm_tag`): the hello, or nullopt with the reason in `why`. What the
+// caller, rank and role say is for the caller to check.
+std::optional<Hello> parse_hello(const void* bytes, size_t n, const uint8_t secret[16], uint64_t comm_tag,
+                                 std::string* why);
 // Accepts connections on `listen_fd` until one presents `secret` and `comm_tag`; others are
 // closed (and logged). Each candidate gets at most a few seconds to send its hello.
 std::pair<Fd, Hello> accept_authenticated(int listen_fd, const uint8_t secret[16],

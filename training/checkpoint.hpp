@@ -62,6 +62,12 @@ class CheckpointWriter {
   bool committed_ = false;
 };
 
+// The header at the start of a checkpoint file of `file_bytes` bytes, from the first `n`
+// bytes of it: magic, version, header checksum, and sizes that agree with each other and
+// with the file. Throws TrainError naming `path` and what is wrong. (The payload checksum
+// needs the whole file: CheckpointReader checks it.)
+CheckpointHeader parse_checkpoint_header(const void* bytes, size_t n, uint64_t file_bytes, const std::string& path);
+
 // Opens and fully verifies DIR/checkpoint.bin (magic, version, sizes, both checksums);
 // throws TrainError naming what is wrong. Then reads any range of a section.
 class CheckpointReader {

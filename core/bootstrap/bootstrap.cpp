@@ -46,7 +46,14 @@ void serve_root(net::Fd listener, Secret secret, double timeout_s) {
         continue;
       }
       RankInfo info;
-      net::recv_all(fd.get(), &info, sizeof info, deadline, "rank " + std::to_string(hello.rank));
+      std::string who = "rank " + std::to_string(hello.rank);
+      net::recv_all(fd.get(), &info, sizeof info, deadline, who);
+      try {
+        check_rank_info(info, who);
+      } catch (const Error& e) {
+        STRATA_WARN("bootstrap root: dropped %s: %s", who.c_str(), e.what());
+        continue;
+      }
       table[static_cast<size_t>(hello.rank)] = info;
       conns[static_cast<size_t>(hello.rank)] = std::move(fd);
       ++joined;
@@ -60,6 +67,28 @@ void serve_root(net::Fd listener, Secret secret, double timeout_s) {
   }
 }
 }  // namespace
+
+void check_rank_info(const RankInfo& info, const std::string& from) {
+  auto bad = [&](const std::string& why) { return SystemError("malformed rank info from " + from + ": " + why); };
+  if (std::memchr(info.host, '\0', sizeof info.host) == nullptr) throw bad("host identity not terminated");
+  if (std::memchr(info.machine, '\0', sizeof info.machine) == nullptr) throw bad("machine identity not terminated");
+  const sa_family_t family = info.listen.ss.ss_family;
+  const socklen_t len = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+  if ((family != AF_INET && family != AF_INET6) || info.listen.len != len) throw bad("not an IPv4 or IPv6 address");
+  const settings::Setting& nsocks = settings::find("STRATA_TCP_NSOCKS");
+  if (info.tcp_nsocks < nsocks.lo || info.tcp_nsocks > nsocks.hi)
+    throw bad("STRATA_TCP_NSOCKS=" + std::to_string(info.tcp_nsocks) + " is out of range");
+}
+
+std::vector<RankInfo> decode_rank_table(const void* bytes, size_t n, int nranks, const std::string& from) {
+  if (nranks < 1 || n != static_cast<size_t>(nranks) * sizeof(RankInfo))
+    throw SystemError("malformed rank table from " + from + ": " + std::to_string(n) + " bytes for " +
+                      std::to_string(nranks) + " ranks");
+  std::vector<RankInfo> table(static_cast<size_t>(nranks));
+  std::memcpy(table.data(), bytes, n);
+  for (int r = 0; r < nranks; ++r) check_rank_info(table[static_cast<size_t>(r)], from + " (rank " + std::to_string(r) + ")");
+  return table;
+}
 
 std::string host_identity() {
   if (auto h = settings::raw("STRATA_HOST")) return *h;
@@ -87,9 +116,9 @@ std::vector<RankInfo> join(const net::SockAddr& root, const Secret& secret, int 
   std::string what = "the bootstrap root at " + root.str();
   net::send_all(fd.get(), &h, sizeof h, deadline, what);
   net::send_all(fd.get(), &mine, sizeof mine, deadline, what);
-  std::vector<RankInfo> table(static_cast<size_t>(nranks));
-  net::recv_all(fd.get(), table.data(), table.size() * sizeof(RankInfo), deadline, what);
-  return table;
+  std::vector<char> bytes(static_cast<size_t>(nranks) * sizeof(RankInfo));
+  net::recv_all(fd.get(), bytes.data(), bytes.size(), deadline, what);
+  return decode_rank_table(bytes.data(), bytes.size(), nranks, what);
 }
 
 }  // namespace strata::bootstrap

@@ -21,6 +21,13 @@ struct RankInfo {
   uint64_t cpus[16];     // CPUs this rank may run on (its affinity mask), one bit each
 };
 
+// A RankInfo that came from another process (the root's table, a split's all-gather):
+// its strings are terminated, its address is IPv4 or IPv6, its socket count one that
+// STRATA_TCP_NSOCKS allows. Throws SystemError naming `from` and the field otherwise.
+void check_rank_info(const RankInfo& info, const std::string& from);
+// The root's answer as received: `nranks` RankInfo, each checked.
+std::vector<RankInfo> decode_rank_table(const void* bytes, size_t n, int nranks, const std::string& from);
+
 // This process's host identity: STRATA_HOST if set, else hostname, boot id and network
 // namespace (a different namespace is a different host).
 std::string host_identity();
