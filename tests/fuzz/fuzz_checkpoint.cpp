@@ -28,11 +28,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // An accepted header describes this file: three float vectors of num_params, exactly.
     const unsigned __int128 payload = static_cast<unsigned __int128>(h.num_params) * 3 * sizeof(float);
     FUZZ_CHECK(payload == file.size() - head && h.payload_bytes == file.size() - head);
-    // The trainer's own options: a model of the checkpoint's shape, or one layer more.
+    // The trainer's own options: a model of the checkpoint's shape, or one with another layer count.
     train::Options o;
     o.model.vocab = static_cast<int>(h.vocab);
     o.model.ctx = static_cast<int>(h.ctx);
-    o.model.layers = static_cast<int>(h.layers) + (options & 4 ? 1 : 0);
+    o.model.layers = static_cast<int>(h.layers ^ (options & 4 ? 1u : 0u));
     o.model.heads = static_cast<int>(h.heads);
     o.model.dim = static_cast<int>(h.dim);
     o.steps = 100;
