@@ -2,8 +2,6 @@
 // XML import, then Strata's loader and the derived facts over whatever hwloc accepted.
 // Every index the loader stores must point into its own vectors, and the report must
 // render.
-#include <hwloc.h>
-
 #include <sstream>
 
 #include "tests/fuzz/fuzz.hpp"
@@ -44,9 +42,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   setenv("STRATA_DEBUG", "NONE", 1);
-  // hwloc unloads its plugins when its last topology goes and loads them again (dlopen)
-  // for the next, a fifth of the harness's time: one topology kept open keeps them.
-  static hwloc_topology_t keep_plugins;
-  hwloc_topology_init(&keep_plugins);
   return 0;
 }
