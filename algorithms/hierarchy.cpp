@@ -1,6 +1,7 @@
 #include "algorithms/hierarchy.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -43,8 +44,10 @@ std::vector<LevelSpec> parse_hierarchy_spec(const std::string& spec) {
     size_t colon = item.find(':');
     char* end = nullptr;
     long size = colon == std::string::npos ? 0 : std::strtol(item.c_str() + colon + 1, &end, 10);
-    if (colon == std::string::npos || colon == 0 || !end || *end || size < 1)
-      throw InvalidArgument("STRATA_HIERARCHY: '" + item + "' is not name:size with size >= 1 (e.g. node:2,island:2)");
+    // Sizes beyond a job's rank limit (2^24) are refused: cast to int, 2^32 became 0, a divisor.
+    if (colon == std::string::npos || colon == 0 || !end || *end || size < 1 || size > (1 << 24))
+      throw InvalidArgument("STRATA_HIERARCHY: '" + item +
+                            "' is not name:size with size in [1, 16777216] (e.g. node:2,island:2)");
     out.push_back({item.substr(0, colon), static_cast<int>(size)});
   }
   return out;
@@ -66,7 +69,8 @@ double parse_unit(const std::string& s, bool time) {
   static const std::map<std::string, double> rates{{"B", 1}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}};
   const auto& table = time ? times : rates;
   auto it = table.find(u);
-  if (end == s.c_str() || it == table.end() || !(v > 0))
+  // A finite, positive figure: "1e999us" is an infinite latency.
+  if (end == s.c_str() || it == table.end() || !(v > 0) || !std::isfinite(v * it->second))
     throw InvalidArgument("STRATA_LINK_MODEL: '" + s + "' is not a " + (time ? "time like 5us" : "rate like 1.25GB"));
   return v * it->second;
 }

@@ -256,6 +256,8 @@ Comm Comm::split(int color, int key) {
   if (!bad.empty())
     throw InvalidArgument("split: a color must be >= 0, or kSplitNoColor (-1, C: STRATA_SPLIT_NOCOLOR) to take no "
                           "part; " + bad + " (every rank refuses this split; the communicator stays usable)");
+  // Every rank checks every entry, so a malformed one fails the split on all ranks alike.
+  for (int r = 0; r < s.nranks; ++r) bootstrap::check_rank_info(all[r].info, "rank " + std::to_string(r) + " (split)");
   if (color == kSplitNoColor) return Comm();
   std::vector<int> members;
   for (int r = 0; r < s.nranks; ++r)

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include <cpuid.h>
+
 #include <cstdlib>
 #include <string>
 
@@ -40,7 +42,10 @@ bool use_avx2() {
   static const bool yes = [] {
     if (settings::text("STRATA_REDUCE_ISA") == "generic") return false;
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    // F16C from CPUID (leaf 1, ECX): clang's __builtin_cpu_supports does not know "f16c".
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+    return __builtin_cpu_supports("avx2") && f16c;
   }();
   return yes;
 }

@@ -11,7 +11,16 @@
 extern "C" {
 #endif
 
-typedef enum {
+/* In C++ these enums have int as their underlying type: a C caller may pass any int, and
+ * C++ makes merely reading a value outside an enum's range without one undefined (UBSan
+ * caught the library doing so while refusing strataDataType_t 42). C sees no change. */
+#ifdef __cplusplus
+#define STRATA_C_ENUM enum : int
+#else
+#define STRATA_C_ENUM enum
+#endif
+
+typedef STRATA_C_ENUM {
   strataSuccess = 0,
   strataInvalidArgument = 1,
   strataInvalidUsage = 2,
@@ -22,7 +31,7 @@ typedef enum {
   strataInProgress = 7 /* strataTest: not finished yet */
 } strataResult_t;
 
-typedef enum {
+typedef STRATA_C_ENUM {
   strataInt8 = 0,
   strataUint8 = 1,
   strataInt32 = 2,
@@ -35,7 +44,7 @@ typedef enum {
   strataFloat64 = 9
 } strataDataType_t;
 
-typedef enum { strataSum = 0, strataProd = 1, strataMax = 2, strataMin = 3, strataAvg = 4 } strataRedOp_t;
+typedef STRATA_C_ENUM { strataSum = 0, strataProd = 1, strataMax = 2, strataMin = 3, strataAvg = 4 } strataRedOp_t;
 
 #define STRATA_UNIQUE_ID_BYTES 128
 typedef struct {

@@ -4,7 +4,10 @@
 
 #include <hwloc.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <cerrno>
@@ -458,6 +461,14 @@ std::string errno_text(int e) { return e ? std::strerror(e) : "unknown error"; }
 
 // hwloc writes some complaints to stderr itself; for a file we check what we can first so
 // that the error names the file and says what is wrong.
+void check_head(std::string_view head, const std::string& path) {
+  if (head.find("<topology") == std::string_view::npos)
+    throw TopologyError(ErrorKind::invalid_argument, path,
+                        "topology file '" + path +
+                            "': not an hwloc XML topology (no <topology> element "
+                            "at its start; write one with `lstopo FILE.xml`)");
+}
+
 void check_file(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
@@ -472,30 +483,78 @@ void check_file(const std::string& path) {
                         "topology file '" + path + "': cannot be read: " + errno_text(errno));
   char head[4096] = {};
   in.read(head, sizeof head - 1);
-  std::string h(head, static_cast<size_t>(in.gcount()));
-  if (h.find("<topology") == std::string::npos)
-    throw TopologyError(ErrorKind::invalid_argument, path,
-                        "topology file '" + path +
-                            "': not an hwloc XML topology (no <topology> element "
-                            "at its start; write one with `lstopo FILE.xml`)");
+  check_head(std::string_view(head, static_cast<size_t>(in.gcount())), path);
 }
 
-HostTopology load(const std::string* file) {
-  if (file) check_file(*file);
+// Where a topology comes from: this machine (neither set), an XML file, or XML text.
+struct Source {
+  const std::string* file = nullptr;
+  const std::string_view* xml = nullptr;
+  std::string name;  // the file's path, or what the text is called in errors
+};
+
+// Sets where `raw` reads from (nothing to set for this machine) and what it keeps; 0 or
+// hwloc's error.
+int set_source(hwloc_topology_t raw, const Source& src) {
+  // Every bridge, PCI device and OS device: paths are measured on the full PCI tree.
+  hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_ALL);
+  if (src.file) return hwloc_topology_set_xml(raw, src.file->c_str());
+  // hwloc's length counts a terminating NUL.
+  if (src.xml) return hwloc_topology_set_xmlbuffer(raw, src.xml->data(), static_cast<int>(src.xml->size()) + 1);
+  return 0;
+}
+
+// hwloc 2.9 itself dies on some malformed files (SIGSEGV on a Machine object without
+// complete_cpuset; lstopo too, found by tests/fuzz): such a file is read first in a child
+// process, so that it becomes an error naming the file rather than a crash of the program.
+void check_hwloc_survives(const Source& src) {
+  pid_t pid = ::fork();
+  if (pid < 0) return;  // cannot check: reading it here fails as it would have anyway
+  if (pid == 0) {
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::signal(sig, SIG_DFL);  // no handler's report
+    hwloc_topology_t raw = nullptr;
+    bool ok = hwloc_topology_init(&raw) == 0 && set_source(raw, src) == 0 && hwloc_topology_load(raw) == 0;
+    ::_exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status))
+    throw TopologyError(ErrorKind::invalid_argument, src.name,
+                        "topology file '" + src.name + "' is malformed: hwloc crashed reading it (" +
+                            strsignal(WTERMSIG(status)) + "; `lstopo-no-graphics -i FILE` does the same)");
+}
+
+// hwloc loads its plugins (PCI discovery through libpciaccess, libxml2) with its first
+// topology and unloads them with its last. One topology kept for the process's life keeps
+// them: no dlopen on every load (a fifth of a small file's load), and libpciaccess's
+// allocations stay reachable instead of going with its unloaded code, which LeakSanitizer
+// reports as leaks of an unknown module.
+void keep_plugins_loaded() {
+  static const hwloc_topology_t kept = [] {
+    hwloc_topology_t t = nullptr;
+    hwloc_topology_init(&t);
+    return t;
+  }();
+  (void)kept;
+}
+
+HostTopology load(const Source& src) {
+  keep_plugins_loaded();
+  const std::string* file = src.file || src.xml ? &src.name : nullptr;
+  if (src.file) check_file(*src.file);
+  if (src.xml) check_head(src.xml->substr(0, 4095), src.name);
+  if (file) check_hwloc_survives(src);
   hwloc_topology_t raw = nullptr;
   if (hwloc_topology_init(&raw) != 0)
     throw TopologyError(ErrorKind::system, file ? *file : "",
                         "hwloc_topology_init failed: " + errno_text(errno));
   TopologyPtr topo(raw);
-  // Every bridge, PCI device and OS device: paths are measured on the full PCI tree.
-  hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_ALL);
-  if (file) {
-    errno = 0;
-    if (hwloc_topology_set_xml(raw, file->c_str()) != 0)
-      throw TopologyError(ErrorKind::invalid_argument, *file,
-                          "topology file '" + *file + "' is not a valid hwloc XML topology (hwloc: " +
-                              errno_text(errno) + "; HWLOC_XML_VERBOSE=1 shows why)");
-  }
+  errno = 0;
+  if (set_source(raw, src) != 0)
+    throw TopologyError(ErrorKind::invalid_argument, *file,
+                        "topology file '" + *file + "' is not a valid hwloc XML topology (hwloc: " +
+                            errno_text(errno) + "; HWLOC_XML_VERBOSE=1 shows why)");
   errno = 0;
   if (hwloc_topology_load(raw) != 0) {
     if (file)
@@ -525,13 +584,22 @@ HostTopology load(const std::string* file) {
 
 }  // namespace
 
-HostTopology load_live_topology() { return load(nullptr); }
+HostTopology load_live_topology() { return load({}); }
 
-HostTopology load_topology_file(const std::string& path) { return load(&path); }
+HostTopology load_topology_file(const std::string& path) { return load({&path, nullptr, path}); }
+
+HostTopology load_topology_xml(std::string_view xml, const std::string& name) {
+  // hwloc's buffer ends at a NUL, which it must find where the length says.
+  std::string text(xml.substr(0, xml.find('\0')));
+  if (text.size() >= (1u << 30))
+    throw TopologyError(ErrorKind::invalid_argument, name, "topology '" + name + "': larger than 1 GiB");
+  std::string_view view(text);
+  return load({nullptr, &view, name});
+}
 
 HostTopology load_host_topology() {
-  if (auto path = settings::raw("STRATA_TOPO_FILE")) return load(&*path);
-  return load(nullptr);
+  if (auto path = settings::raw("STRATA_TOPO_FILE")) return load_topology_file(*path);
+  return load_live_topology();
 }
 
 }  // namespace strata::topo

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "strata/error.hpp"
@@ -164,6 +165,8 @@ HostTopology load_host_topology();
 HostTopology load_live_topology();
 // An hwloc XML file (as written by `lstopo FILE.xml` or hwloc's export).
 HostTopology load_topology_file(const std::string& path);
+// The same from XML text; `name` stands for the file in errors and in `source`.
+HostTopology load_topology_xml(std::string_view xml, const std::string& name);
 
 // The path between two nodes of t.pci.
 Path pci_path(const HostTopology& t, int pci_a, int pci_b);

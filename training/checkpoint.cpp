@@ -108,6 +108,32 @@ void CheckpointWriter::commit(CheckpointHeader h) {
   }
 }
 
+CheckpointHeader parse_checkpoint_header(const void* bytes, size_t n, uint64_t file_bytes, const std::string& path,
+                                         int sections) {
+  auto bad = [&](const std::string& why) {
+    return TrainError("checkpoint '" + path + "' is not usable: " + why);
+  };
+  CheckpointHeader h;
+  if (file_bytes < sizeof h || n < sizeof h)
+    throw bad("file is " + std::to_string(file_bytes) + " bytes, shorter than the header");
+  std::memcpy(&h, bytes, sizeof h);
+  if (std::memcmp(h.magic, kCheckpointMagic, sizeof h.magic) != 0)
+    throw bad("wrong magic (not a strata-train checkpoint)");
+  if (h.version != kCheckpointVersion)
+    throw bad("version " + std::to_string(h.version) + ", this build reads version " +
+              std::to_string(kCheckpointVersion));
+  if (h.header_bytes != sizeof h || h.header_checksum != header_checksum(h))
+    throw bad("header checksum mismatch (the header is corrupt)");
+  // A count whose size wraps around 2^64 could match the file (found by tests/fuzz).
+  uint64_t payload = 0;
+  if (__builtin_mul_overflow(h.num_params, static_cast<uint64_t>(sections) * sizeof(float), &payload))
+    throw bad("the header's parameter count " + std::to_string(h.num_params) + " is impossible (the header is corrupt)");
+  if (h.payload_bytes != payload || file_bytes - sizeof h != h.payload_bytes)
+    throw bad("file is " + std::to_string(file_bytes) + " bytes, the header says " +
+              std::to_string(sizeof h + h.payload_bytes) + " (truncated or extended)");
+  return h;
+}
+
 CheckpointReader::CheckpointReader(const std::string& dir, const std::string& file, int sections)
     : path_(checkpoint_path(dir, file)) {
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
@@ -118,20 +144,10 @@ CheckpointReader::CheckpointReader(const std::string& dir, const std::string& fi
   auto bad = [&](const std::string& why) {
     return TrainError("checkpoint '" + path_ + "' is not usable: " + why);
   };
-  if (size < sizeof h_)
-    throw bad("file is " + std::to_string(size) + " bytes, shorter than the header");
-  if (::pread(fd_, &h_, sizeof h_, 0) != static_cast<ssize_t>(sizeof h_))
-    throw bad("cannot read the header");
-  if (std::memcmp(h_.magic, kCheckpointMagic, sizeof h_.magic) != 0)
-    throw bad("wrong magic (not a strata-train checkpoint)");
-  if (h_.version != kCheckpointVersion)
-    throw bad("version " + std::to_string(h_.version) + ", this build reads version " +
-              std::to_string(kCheckpointVersion));
-  if (h_.header_bytes != sizeof h_ || h_.header_checksum != header_checksum(h_))
-    throw bad("header checksum mismatch (the header is corrupt)");
-  if (h_.payload_bytes != static_cast<uint64_t>(sections) * h_.num_params * sizeof(float) || size != sizeof h_ + h_.payload_bytes)
-    throw bad("file is " + std::to_string(size) + " bytes, the header says " +
-              std::to_string(sizeof h_ + h_.payload_bytes) + " (truncated or extended)");
+  CheckpointHeader head{};
+  ssize_t got = ::pread(fd_, &head, sizeof head, 0);
+  if (got < 0) throw bad("cannot read the header");
+  h_ = parse_checkpoint_header(&head, static_cast<size_t>(got), size, path_, sections);
   std::vector<char> buf(1 << 20);
   uint64_t sum = fnv1a(nullptr, 0), off = sizeof h_;
   while (off < size) {

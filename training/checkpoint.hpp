@@ -68,8 +68,18 @@ class CheckpointWriter {
   bool committed_ = false;
 };
 
+// The header at the start of a checkpoint file of `file_bytes` bytes, from the first `n`
+// bytes of it: magic, version, header checksum, and sizes that agree with each other and
+// with the file. Throws TrainError naming `path` and what is wrong. (The payload checksum
+// needs the whole file: CheckpointReader checks it.)
+// `sections`: the arrays of num_params floats that follow (the trainer's parameters, Adam m
+// and v; DiLoCo's outer state has its own count).
+CheckpointHeader parse_checkpoint_header(const void* bytes, size_t n, uint64_t file_bytes, const std::string& path,
+                                         int sections = kTrainerSections);
+
 // Opens and fully verifies DIR/FILE (magic, version, sizes for `sections` sections, both
-// checksums); throws TrainError naming what is wrong. Then reads any range of a section.
+// checksums);
+// throws TrainError naming what is wrong. Then reads any range of a section.
 class CheckpointReader {
  public:
   explicit CheckpointReader(const std::string& dir, const std::string& file = kCheckpointFile,

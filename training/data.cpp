@@ -12,8 +12,7 @@
 namespace strata::train {
 
 TextData TextData::load(const std::string& path, int ctx) {
-  TextData d;
-  d.path_ = path;
+  std::vector<uint8_t> bytes;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw TrainError("cannot read data file '" + path + "': " + std::strerror(errno));
   struct stat st {};
@@ -21,10 +20,10 @@ TextData TextData::load(const std::string& path, int ctx) {
     ::close(fd);
     throw TrainError("data file '" + path + "' is not a regular file");
   }
-  d.bytes_.resize(static_cast<size_t>(st.st_size));
+  bytes.resize(static_cast<size_t>(st.st_size));
   size_t got = 0;
-  while (got < d.bytes_.size()) {
-    ssize_t r = ::read(fd, d.bytes_.data() + got, d.bytes_.size() - got);
+  while (got < bytes.size()) {
+    ssize_t r = ::read(fd, bytes.data() + got, bytes.size() - got);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
       int e = errno;
@@ -35,6 +34,13 @@ TextData TextData::load(const std::string& path, int ctx) {
     got += static_cast<size_t>(r);
   }
   ::close(fd);
+  return from_bytes(path, std::move(bytes), ctx);
+}
+
+TextData TextData::from_bytes(const std::string& path, std::vector<uint8_t> bytes, int ctx) {
+  TextData d;
+  d.path_ = path;
+  d.bytes_ = std::move(bytes);
   if (d.bytes_.empty()) throw TrainError("data file '" + path + "' is empty");
   size_t val = d.bytes_.size() / 10;
   d.split_ = d.bytes_.size() - val;

@@ -16,6 +16,8 @@ class TextData {
  public:
   // Throws TrainError when the file is missing, empty, or too short for `ctx`.
   static TextData load(const std::string& path, int ctx);
+  // The same from bytes already read; `path` names them in errors.
+  static TextData from_bytes(const std::string& path, std::vector<uint8_t> bytes, int ctx);
 
   const std::string& path() const { return path_; }
   size_t size() const { return bytes_.size(); }

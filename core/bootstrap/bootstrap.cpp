@@ -65,10 +65,12 @@ void serve_root(net::Fd listener, Secret secret, double timeout_s) {
         continue;
       }
       RankInfo info;
-      net::recv_all(fd.get(), &info, sizeof info, deadline, "rank " + std::to_string(hello.rank));
-      std::string bad = check_rank_info(info);
-      if (!bad.empty()) {
-        STRATA_WARN("bootstrap root: rank %d sent an invalid description of itself (%s); dropped", hello.rank, bad.c_str());
+      std::string who = "rank " + std::to_string(hello.rank);
+      net::recv_all(fd.get(), &info, sizeof info, deadline, who);
+      try {
+        check_rank_info(info, who);
+      } catch (const Error& e) {
+        STRATA_WARN("bootstrap root: dropped %s: %s", who.c_str(), e.what());
         continue;
       }
       table[static_cast<size_t>(hello.rank)] = info;
@@ -96,6 +98,28 @@ void serve_root(net::Fd listener, Secret secret, double timeout_s) {
 }
 }  // namespace
 
+void check_rank_info(const RankInfo& info, const std::string& from) {
+  auto bad = [&](const std::string& why) { return SystemError("malformed rank info from " + from + ": " + why); };
+  if (std::memchr(info.host, '\0', sizeof info.host) == nullptr) throw bad("host identity not terminated");
+  if (std::memchr(info.machine, '\0', sizeof info.machine) == nullptr) throw bad("machine identity not terminated");
+  const sa_family_t family = info.listen.ss.ss_family;
+  const socklen_t len = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+  if ((family != AF_INET && family != AF_INET6) || info.listen.len != len) throw bad("not an IPv4 or IPv6 address");
+  const settings::Setting& nsocks = settings::find("STRATA_TCP_NSOCKS");
+  if (info.tcp_nsocks < nsocks.lo || info.tcp_nsocks > nsocks.hi)
+    throw bad("STRATA_TCP_NSOCKS=" + std::to_string(info.tcp_nsocks) + " is out of range");
+}
+
+std::vector<RankInfo> decode_rank_table(const void* bytes, size_t n, int nranks, const std::string& from) {
+  if (nranks < 1 || n != static_cast<size_t>(nranks) * sizeof(RankInfo))
+    throw SystemError("malformed rank table from " + from + ": " + std::to_string(n) + " bytes for " +
+                      std::to_string(nranks) + " ranks");
+  std::vector<RankInfo> table(static_cast<size_t>(nranks));
+  std::memcpy(table.data(), bytes, n);
+  for (int r = 0; r < nranks; ++r) check_rank_info(table[static_cast<size_t>(r)], from + " (rank " + std::to_string(r) + ")");
+  return table;
+}
+
 std::string host_identity() {
   if (auto h = settings::raw("STRATA_HOST")) return *h;
   char name[128] = "";
@@ -106,18 +130,6 @@ std::string host_identity() {
 }
 
 std::string machine_identity() { return read_first_line("/proc/sys/kernel/random/boot_id"); }
-
-std::string check_rank_info(const RankInfo& info) {
-  const int family = info.listen.ss.ss_family;
-  const socklen_t want = family == AF_INET ? sizeof(sockaddr_in) : family == AF_INET6 ? sizeof(sockaddr_in6) : 0;
-  if (want == 0) return "its address is not IPv4 or IPv6";
-  if (info.listen.len != want) return "its address has the wrong length";
-  if (std::memchr(info.host, 0, sizeof info.host) == nullptr) return "its host identity is not terminated";
-  if (std::memchr(info.machine, 0, sizeof info.machine) == nullptr) return "its machine identity is not terminated";
-  const settings::Setting& nsocks = settings::find("STRATA_TCP_NSOCKS");
-  if (info.tcp_nsocks < nsocks.lo || info.tcp_nsocks > nsocks.hi) return "its STRATA_TCP_NSOCKS is out of range";
-  return "";
-}
 
 void start_root(net::Fd listener, const Secret& secret, double timeout_s) {
   std::thread(serve_root, std::move(listener), secret, timeout_s).detach();
@@ -142,13 +154,9 @@ std::vector<RankInfo> join(const net::SockAddr& root, const Secret& secret, int 
     reply.why[sizeof reply.why - 1] = 0;
     throw TimeoutError(-1, "the bootstrap root at " + root.str() + " gave up: " + reply.why);
   }
-  std::vector<RankInfo> table(static_cast<size_t>(nranks));
-  net::recv_all(fd.get(), table.data(), table.size() * sizeof(RankInfo), deadline, what);
-  for (int r = 0; r < nranks; ++r) {
-    std::string bad = check_rank_info(table[static_cast<size_t>(r)]);
-    if (!bad.empty()) throw SystemError(what + " sent an invalid entry for rank " + std::to_string(r) + ": " + bad);
-  }
-  return table;
+  std::vector<char> bytes(static_cast<size_t>(nranks) * sizeof(RankInfo));
+  net::recv_all(fd.get(), bytes.data(), bytes.size(), deadline, what);
+  return decode_rank_table(bytes.data(), bytes.size(), nranks, what);
 }
 
 }  // namespace strata::bootstrap

@@ -24,6 +24,13 @@ struct RankInfo {
   uint64_t plan_settings;  // a hash of the settings that shape plans, which every rank must share
 };
 
+// A RankInfo that came from another process (the root's table, a split's all-gather):
+// its strings are terminated, its address is IPv4 or IPv6, its socket count one that
+// STRATA_TCP_NSOCKS allows. Throws SystemError naming `from` and the field otherwise.
+void check_rank_info(const RankInfo& info, const std::string& from);
+// The root's answer as received: `nranks` RankInfo, each checked.
+std::vector<RankInfo> decode_rank_table(const void* bytes, size_t n, int nranks, const std::string& from);
+
 // This process's host identity: STRATA_HOST if set, else hostname, boot id and network
 // namespace (a different namespace is a different host).
 std::string host_identity();
@@ -31,11 +38,6 @@ std::string host_identity();
 // The kernel this process runs on (its boot id): network namespaces and STRATA_HOST make
 // separate hosts, but not separate CPUs.
 std::string machine_identity();
-
-// What is wrong with a rank's description as it arrived from another process ("" when
-// nothing): an address that is not IPv4/IPv6 of its length, unterminated identities, a
-// socket count out of STRATA_TCP_NSOCKS's range. Pure: the fuzzers call it too.
-std::string check_rank_info(const RankInfo& info);
 
 // Starts the root in a detached thread that owns `listener`; it serves one job of
 // whatever size the first joiner announces, then exits (or gives up after timeout_s).

@@ -2,6 +2,7 @@
 // exchange and finalised after it, so a program that never calls init_from_env under a
 // PMIx launcher never talks to the launcher's server.
 #include "core/bootstrap/id_exchange.hpp"
+#include "core/bootstrap/unique_id.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -33,17 +34,6 @@ std::string to_hex(const UniqueId& id) {
   return s;
 }
 
-UniqueId from_hex(const std::string& s, const std::string& where) {
-  UniqueId id;
-  if (s.size() != 2 * id.bytes.size()) throw InvalidArgument(where + " holds no unique id");
-  for (size_t i = 0; i < id.bytes.size(); ++i) {
-    unsigned v = 0;
-    if (std::sscanf(s.c_str() + 2 * i, "%2x", &v) != 1) throw InvalidArgument(where + " holds no unique id");
-    id.bytes[i] = static_cast<uint8_t>(v);
-  }
-  return id;
-}
-
 // Rank 0 publishes "ok <hex>", or "error <what>" when making the id fails (and then
 // rethrows: the other ranks learn of it instead of waiting out the timeout).
 template <class Publish>
@@ -59,14 +49,15 @@ UniqueId make_and_publish(const MakeId& make, Publish publish) {
   return id;
 }
 
-UniqueId taken(const std::string& published, const std::string& where) {
-  if (published.rfind("ok ", 0) == 0) return from_hex(published.substr(3), where);
+}  // namespace
+
+UniqueId id_from_text(const std::string& published, const std::string& where) {
+  UniqueId id;
+  if (published.rfind("ok ", 0) == 0 && parse_hex(published.substr(3), id.bytes.data(), id.bytes.size())) return id;
   if (published.rfind("error ", 0) == 0)
     throw PeerError(0, "rank 0 could not make the unique id: " + published.substr(6));
   throw InvalidArgument(where + " holds no unique id");
 }
-
-}  // namespace
 
 UniqueId share_id_by_file(const std::string& path, const std::string& job_id, int rank, const MakeId& make,
                           net::Deadline deadline) {
@@ -92,7 +83,7 @@ UniqueId share_id_by_file(const std::string& path, const std::string& job_id, in
     std::string magic, job, published;
     if (in && std::getline(in, magic) && std::getline(in, job) && std::getline(in, published) &&
         magic == kFileMagic && job == job_id)
-      return taken(published, path);
+      return id_from_text(published, path);
     if (net::Clock::now() > deadline)
       throw TimeoutError(0, "rank 0 did not write its unique id to " + path +
                                 (job_id.empty() ? "" : " for job " + job_id) + " within STRATA_TIMEOUT");
@@ -172,7 +163,7 @@ UniqueId share_id_by_pmix(int rank, const MakeId& make, double timeout_s) {
   if (rc != PMIX_SUCCESS || !v || v->type != PMIX_STRING) throw SystemError(pmix_error("reading rank 0's unique id", rc));
   std::string published = v->data.string;
   PMIX_VALUE_RELEASE(v);
-  return taken(published, "PMIx key " + key);
+  return id_from_text(published, "PMIx key " + key);
 }
 
 int pmix_job_size() {

@@ -19,6 +19,10 @@ using MakeId = std::function<UniqueId()>;
 UniqueId share_id_by_file(const std::string& path, const std::string& job_id, int rank, const MakeId& make,
                           net::Deadline deadline);
 
+// What rank 0 published, as read from the file or PMIx ("ok <hex id>" or "error <what>"):
+// the id, PeerError for rank 0's error, InvalidArgument naming `where` for anything else.
+UniqueId id_from_text(const std::string& published, const std::string& where);
+
 // Whether this libstrata was built with PMIx (libpmix-dev).
 bool pmix_built();
 // Every rank of the PMIx namespace calls it (a fence); InvalidUsage when not built with PMIx.

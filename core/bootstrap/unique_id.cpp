@@ -52,21 +52,25 @@ Secret random_secret() {
   return s;
 }
 
-Secret parse_secret_hex(const std::string& hex) {
+bool parse_hex(const std::string& hex, uint8_t* out, size_t n) {
   auto nibble = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
     if (c >= 'A' && c <= 'F') return c - 'A' + 10;
     return -1;
   };
-  Secret s;
-  bool ok = hex.size() == 32;
-  for (size_t i = 0; ok && i < 16; ++i) {
+  if (hex.size() != 2 * n) return false;
+  for (size_t i = 0; i < n; ++i) {
     int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
-    ok = hi >= 0 && lo >= 0;
-    if (ok) s.bytes[i] = static_cast<uint8_t>(hi << 4 | lo);
+    if (hi < 0 || lo < 0) return false;
+    out[i] = static_cast<uint8_t>(hi << 4 | lo);
   }
-  if (!ok) throw InvalidArgument("STRATA_SECRET must be 32 hex digits");
+  return true;
+}
+
+Secret parse_secret_hex(const std::string& hex) {
+  Secret s;
+  if (!parse_hex(hex, s.bytes, sizeof s.bytes)) throw InvalidArgument("STRATA_SECRET must be 32 hex digits");
   return s;
 }
 

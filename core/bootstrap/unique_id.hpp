@@ -21,6 +21,9 @@ struct IdFields {
 UniqueId encode_id(const IdFields& f);
 IdFields decode_id(const UniqueId& id);  // InvalidArgument if it is not a Strata id
 
+// Exactly 2n hex digits (either case) into n bytes; false for anything else.
+bool parse_hex(const std::string& hex, uint8_t* out, size_t n);
+
 Secret random_secret();
 // 32 hex digits (STRATA_SECRET); InvalidArgument otherwise.
 Secret parse_secret_hex(const std::string& hex);

@@ -449,6 +449,25 @@ TEST(BadFile, MalformedObject) {
   unlink(p.c_str());
 }
 
+// hwloc 2.9 itself dies (SIGSEGV) on a Machine object without complete_cpuset, as lstopo
+// does; found by tests/fuzz (corpus/topology_xml/crash-hwloc-machine-without-complete-cpuset.xml).
+// It must be an error naming the file, not a crash.
+TEST(BadFile, OneHwlocCrashesOn) {
+  std::ifstream in(kData + "/../../fuzz/corpus/topology_xml/crash-hwloc-machine-without-complete-cpuset.xml");
+  std::string xml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_NE(xml.find("complete_cxuset"), std::string::npos);
+  std::string p = temp_file("hwloc-crash.xml", xml);
+  expect_error_naming(p, "hwloc crashed reading it");
+  unlink(p.c_str());
+  try {
+    load_topology_xml(xml, "the text");
+    ADD_FAILURE() << "no error for the text";
+  } catch (const TopologyError& e) {
+    EXPECT_EQ(e.file(), "the text");
+    EXPECT_NE(std::string(e.what()).find("hwloc crashed reading it"), std::string::npos) << e.what();
+  }
+}
+
 // ---------------------------------------------------------------- strata-topo
 
 struct ToolRun {

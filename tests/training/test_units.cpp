@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -185,6 +186,28 @@ TEST_F(CheckpointTest, EveryFlippedByteIsDetected) {
   }
   train_test::write_file(path, good);
   EXPECT_NO_THROW(st::CheckpointReader r(dir_));
+}
+
+// A parameter count of 2^62 + 10 makes 3 * count * 4 wrap around to the payload of 10
+// parameters; with both checksums right such a header was accepted (tests/fuzz found it,
+// corpus/checkpoint/crash-num-params-wraps).
+TEST_F(CheckpointTest, AParameterCountWhoseSizeWrapsAroundIsRefused) {
+  write(1.0f);
+  std::string path = dir_ + "/checkpoint.bin";
+  std::string bytes = train_test::read_file(path);
+  st::CheckpointHeader h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  h.num_params += uint64_t{1} << 62;
+  h.header_checksum = st::fnv1a(&h, offsetof(st::CheckpointHeader, header_checksum));
+  std::memcpy(bytes.data(), &h, sizeof h);
+  train_test::write_file(path, bytes);
+  try {
+    st::CheckpointReader r(dir_);
+    ADD_FAILURE() << "accepted a parameter count of " << r.header().num_params;
+  } catch (const st::TrainError& e) {
+    EXPECT_NE(std::string(e.what()).find("parameter count 4611686018427387914 is impossible"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(CheckpointTest, AnUnfinishedWriteLeavesThePreviousCheckpoint) {

@@ -165,27 +165,6 @@ TEST(Bootstrap, RootTellsTheJoinedRanksWhyItGaveUp) {
   unsetenv("STRATA_TIMEOUT");
 }
 
-TEST(Bootstrap, RankInfoFromAnotherProcessIsChecked) {
-  bootstrap::RankInfo info{};
-  info.listen = net::parse_host_port("127.0.0.1:5000");
-  std::snprintf(info.host, sizeof info.host, "host");
-  std::snprintf(info.machine, sizeof info.machine, "machine");
-  info.tcp_nsocks = 2;
-  EXPECT_EQ(bootstrap::check_rank_info(info), "");
-  bootstrap::RankInfo bad = info;
-  bad.listen.ss.ss_family = AF_UNIX;
-  EXPECT_NE(bootstrap::check_rank_info(bad), "");
-  bad = info;
-  bad.listen.len = 200;
-  EXPECT_NE(bootstrap::check_rank_info(bad), "");
-  bad = info;
-  std::memset(bad.host, 'x', sizeof bad.host);
-  EXPECT_NE(bootstrap::check_rank_info(bad), "");
-  bad = info;
-  bad.tcp_nsocks = 0;
-  EXPECT_NE(bootstrap::check_rank_info(bad), "");
-}
-
 TEST(Bootstrap, GarbageUniqueIdIsRejected) {
   UniqueId id;
   id.bytes.fill(0xab);
