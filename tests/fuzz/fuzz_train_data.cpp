@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       sampler.next(d, batch, ctx, rank, dp, inputs.data(), targets.data());
       for (int j = 0; j < batch / dp; ++j)
         FUZZ_CHECK(from_split(d.train(), d.train_size(), &inputs[j * ctx], &targets[j * ctx], ctx));
-      train::val_batch(d, 3, batch, ctx, rank, dp, inputs.data(), targets.data());
+      train::val_batch(d, 3, batch, ctx, {rank}, dp, inputs.data(), targets.data());
       for (int j = 0; j < batch / dp; ++j)
         FUZZ_CHECK(from_split(d.val(), d.val_size(), &inputs[j * ctx], &targets[j * ctx], ctx));
     }

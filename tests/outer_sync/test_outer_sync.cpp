@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
@@ -37,9 +38,19 @@ struct Trace {
   }
 };
 
+// A new directory for one job's traces; every one made is removed when the test exits.
 std::string temp_dir() {
+  struct Made {
+    std::vector<std::string> dirs;
+    ~Made() {
+      for (const std::string& d : dirs) std::filesystem::remove_all(d);
+    }
+  };
+  static Made made;
   char t[] = "/tmp/strata-outer-XXXXXX";
-  return mkdtemp(t) ? t : "";
+  if (!mkdtemp(t)) return "";
+  made.dirs.push_back(t);
+  return t;
 }
 
 strata_test::ProcResult run_job(const Job& j, const std::string& out) {
