@@ -99,8 +99,10 @@ inline Geometry geometry(Collective c, size_t count, int nranks, int rank, int r
 
 // Whether `send` and `recv` are the call's in-place form (elements of `elem_size` bytes).
 inline bool is_in_place(const Geometry& g, const void* send, const void* recv, size_t elem_size) {
-  const char* s = static_cast<const char*>(send);
-  const char* r = static_cast<const char*>(recv);
+  // As integers: for an impossible count the offset runs past any object, and pointer
+  // arithmetic that overflows is undefined (the call is then refused for its count).
+  const auto s = reinterpret_cast<uintptr_t>(send);
+  const auto r = reinterpret_cast<uintptr_t>(recv);
   switch (g.in_place) {
     case InPlace::none: return false;
     case InPlace::same: return s == r;

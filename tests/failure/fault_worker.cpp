@@ -37,7 +37,7 @@ std::function<void()> operation(Comm& c, const std::string& coll, std::vector<fl
   if (coll == "reduce_scatter") return [&, count, f] { c.reduce_scatter(x.data(), y.data(), count, f, ReduceOp::sum); };
   if (coll == "all_gather") return [&, count, f] { c.all_gather(x.data(), y.data(), count, f); };
   if (coll == "broadcast") return [&, count, f] { c.broadcast(x.data(), y.data(), count, f, 0); };
-  if (coll == "reduce") return [&, count, f] { c.reduce(x.data(), y.data(), count, f, ReduceOp::sum, n - 1); };
+  if (coll == "reduce") return [&, count, f, n] { c.reduce(x.data(), y.data(), count, f, ReduceOp::sum, n - 1); };
   if (coll == "all_to_all") return [&, count, f] { c.all_to_all(x.data(), y.data(), count, f); };
   if (coll == "send_recv")
     return [&, count, f, n, r] {

@@ -271,7 +271,7 @@ TEST(FaultMatrix, Subset) {
       {"all_reduce", "shm", false, false},   {"reduce_scatter", "tcp", false, true},
       {"all_to_all", "ucx_tcp", false, false}, {"send_recv", "shm", false, true},
       {"broadcast", "ucx_sm", false, false}, {"barrier", "shm", true, false},
-      {"all_gather", "tcp", true, true},
+      {"all_gather", "tcp", true, true},     {"reduce", "ucx_tcp", false, true},
   };
   expect_clean(run_cells(cells, 1));
 }

@@ -161,11 +161,15 @@ TEST(Describe, RefusesEveryImpossibleCountOnEveryRankAlike) {
                 if (count <= largest) continue;
                 // In place: the buffers as the in-place form has them for this count.
                 Geometry g = geometry(coll, count, n, r, root);
+                // (as integers: the offset overflows a pointer, which is undefined)
+                auto past = [&](size_t elems) {
+                  return reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(arena) + elems * size_of(type));
+                };
                 char* recv = arena;
-                const char* send = in_place && g.in_place == InPlace::send_in_recv ? arena + g.in_place_offset * size_of(type)
+                const char* send = in_place && g.in_place == InPlace::send_in_recv ? past(g.in_place_offset)
                                    : in_place && g.in_place == InPlace::recv_in_send ? arena
                                    : in_place ? arena : arena + 32;
-                if (in_place && g.in_place == InPlace::recv_in_send) recv = arena + g.in_place_offset * size_of(type);
+                if (in_place && g.in_place == InPlace::recv_in_send) recv = past(g.in_place_offset);
                 ++tried;
                 try {
                   describe(coll, send, recv, count, type, ReduceOp::sum, root, r, n);
