@@ -1,5 +1,7 @@
 #include "job_env.hpp"
 
+#include "root_port.hpp"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -9,6 +11,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <string_view>
+#include <stdexcept>
 #include <system_error>
 
 namespace strata::launcher {
@@ -18,26 +21,10 @@ namespace {
   throw std::system_error(errno, std::generic_category(), what);
 }
 
-// The kernel picks a free port for port 0; we read it back and close the socket so that
-// rank 0 can bind it. Another process could take the port in between; that race is
-// accepted (the same as torchrun's), rank 0 then fails to listen and the job fails loudly.
 int pick_free_loopback_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw_errno("cannot create a socket to find a free port");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    int e = errno;
-    ::close(fd);
-    errno = e;
-    throw_errno("cannot find a free port on 127.0.0.1");
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
+  const int port = pick_root_port();
+  if (port < 0) throw std::runtime_error("cannot find a free port on 127.0.0.1 below the ephemeral range");
+  return port;
 }
 
 std::string random_hex_secret() {

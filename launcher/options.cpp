@@ -243,7 +243,7 @@ std::string usage_text() {
       "Each rank runs in its own process group with stdin from /dev/null and gets:\n"
       "  STRATA_RANK, STRATA_LOCAL_RANK        0..N-1\n"
       "  STRATA_WORLD_SIZE, STRATA_LOCAL_SIZE  N\n"
-      "  STRATA_ROOT                           127.0.0.1:PORT, a free port rank 0 listens on\n"
+      "  STRATA_ROOT                           127.0.0.1:PORT, a free port below the ephemeral range\n"
       "  STRATA_SECRET                         32 hex digits, fresh for every job\n"
       "With --hosts, STRATA_LOCAL_RANK and STRATA_LOCAL_SIZE count the ranks of the rank's\n"
       "host and STRATA_ROOT is host 0's address, port 29500.\n"

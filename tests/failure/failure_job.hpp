@@ -17,29 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "launcher/root_port.hpp"
 #include "tests/common/process.hpp"
 #include "transports/shm/shm_names.hpp"
 
 namespace strata_test {
 
-// A free TCP port on 127.0.0.1 (bind to port 0, read it back, close).
-inline int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(fd);
-    return -1;
-  }
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  int port = ntohs(a.sin_port);
-  close(fd);
-  return port;
-}
+// A free TCP port on 127.0.0.1 for rank 0, as strata-run picks it (launcher/root_port.hpp).
+inline int free_port() { return strata::launcher::pick_root_port(); }
 
 inline std::string random_secret_hex() {
   std::random_device rd;
