@@ -123,8 +123,12 @@ class UcxLink final : public Link {
 
   bool progress() override {
     if (state_->status != UCS_OK) fail("endpoint", state_->status);
-    bool moved = ucp_worker_progress(w_->worker) != 0;
-    moved |= take_credits();
+    // What UCX did inside (keepalives, resending into a full socket, other endpoints of the
+    // shared worker) is not progress of ours: counted, it kept resetting the engine's
+    // no-progress timeout while a stopped peer took nothing (survivors reported it 3.7 s
+    // into a call with STRATA_TIMEOUT=2). Only our operations completing, or credits, are.
+    ucp_worker_progress(w_->worker);
+    bool moved = take_credits();
     for (size_t i = 0; i < inflight_.size();) {
       Op& o = inflight_[i];
       ucs_status_t st;
