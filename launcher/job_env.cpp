@@ -23,7 +23,7 @@ namespace {
 
 int pick_free_loopback_port() {
   const int port = pick_root_port();
-  if (port < 0) throw std::runtime_error("cannot find a free port on 127.0.0.1 below the ephemeral range");
+  if (port < 0) throw std::runtime_error("cannot find a free port on 127.0.0.1");
   return port;
 }
 

@@ -129,9 +129,8 @@ int run(int argc, char** argv) {
     try {
       work();
       return true;
-    } catch (const strata::Error& e) {
-      const auto* peer = dynamic_cast<const strata::PeerError*>(&e);
-      if (o.on_failure != "shrink" || !peer) throw;
+    } catch (const strata::PeerError& peer) {  // a rank died or stopped (TimeoutError too)
+      if (o.on_failure != "shrink") throw;
       const double t0 = now_s();
       const int at = trainer.step() + 1;
       const st::Trainer::Recovery rec = trainer.go_on_after_failure();
@@ -140,7 +139,7 @@ int run(int argc, char** argv) {
       if (root)
         std::printf("step %5d: rank %d failed; %d ranks go on from step %d after %.2f s with the global batch of %d: "
                     "its %d slices of %d sequences dealt in turn, %zu on rank 0 (more accumulation microbatches)%s\n",
-                    at, peer->peer(), rec.ranks, rec.step + 1, now_s() - t0, o.batch, o.dp, o.batch / o.dp,
+                    at, peer.peer(), rec.ranks, rec.step + 1, now_s() - t0, o.batch, o.dp, o.batch / o.dp,
                     rec.slices.size(),
                     rec.ahead < 0 ? "" : ("; rank " + std::to_string(rec.ahead) + " of them had completed step " +
                                           std::to_string(rec.step) + ", and the others took its state").c_str());

@@ -41,6 +41,7 @@ namespace {
 
 using strata_test::after_error;
 using strata_test::env_int;
+using strata_test::init_or_exit;
 using strata_test::mono_s;
 using strata_test::report;
 using strata_test::signal_self_after;
@@ -189,13 +190,7 @@ int main(int argc, char** argv) {
     return 11;
   }
   std::string mode = argv[1];
-  Comm comm;
-  try {
-    comm = Comm::init_from_env();
-  } catch (const Error& e) {
-    report("INIT-FAILED", e, 0);
-    return 10;
-  }
+  Comm comm = init_or_exit();
   fprintf(stderr, "READY rank=%d size=%d\n", comm.rank(), comm.size());
   try {
     if (mode == "killed") return mode_killed(comm);

@@ -53,13 +53,7 @@ std::function<void()> operation(Comm& c, const std::string& coll, std::vector<fl
 }  // namespace
 
 int main() {
-  Comm comm;
-  try {
-    comm = Comm::init_from_env();
-  } catch (const Error& e) {
-    report("INIT-FAILED", e);
-    return 10;
-  }
+  Comm comm = init_or_exit();
   const char* secret = getenv("STRATA_SECRET");
   fprintf(stderr, "READY rank=%d secret=%.12s\n", comm.rank(), secret ? secret : "");
   const std::string coll = getenv("FAULT_COLL") ? getenv("FAULT_COLL") : "all_reduce";

@@ -38,6 +38,17 @@ inline void report(const char* marker, const strata::Error& e, double seconds = 
   fflush(stderr);
 }
 
+// The job's communicator; on failure "INIT-FAILED ..." and exit status 10 (what the tests
+// look for when a job could not start).
+inline strata::Comm init_or_exit() {
+  try {
+    return strata::Comm::init_from_env();
+  } catch (const strata::Error& e) {
+    report("INIT-FAILED", e);
+    exit(10);
+  }
+}
+
 // Sends `sig` to this process `after_us` from now, from another thread, saying
 // "MARKER at=<when>" first.
 inline void signal_self_after(long after_us, int sig, const char* marker) {

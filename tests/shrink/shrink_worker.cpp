@@ -37,6 +37,7 @@ using namespace strata;
 namespace {
 
 using strata_test::env_int;
+using strata_test::init_or_exit;
 using strata_test::mono_s;
 using strata_test::report;
 using strata_test::signal_self_after;
@@ -171,13 +172,7 @@ int shrink_and_check(Comm& comm, int old_rank) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  Comm comm;
-  try {
-    comm = Comm::init_from_env();
-  } catch (const Error& e) {
-    report("INIT-FAILED", e);
-    return 10;
-  }
+  Comm comm = init_or_exit();
   const int rank = comm.rank();
   std::vector<float> x(env_int("SHRINK_COUNT", 1 << 16), 1.0f), y(x.size());
   comm.barrier();
