@@ -125,6 +125,7 @@ int run(int argc, char** argv) {
   // --on-failure shrink: when a rank fails, the survivors go on without it (a failure
   // otherwise ends the run). Runs `work`; false when it failed and the survivors shrank.
   bool shrunk = false;
+  int settled = trainer.step();  // the last step whose evaluation and saving are done
   auto survive = [&](const std::function<void()>& work) {
     try {
       work();
@@ -136,6 +137,10 @@ int run(int argc, char** argv) {
       const st::Trainer::Recovery rec = trainer.go_on_after_failure();
       shrunk = true;
       root = groups.world().rank() == 0;
+      // A rank may have settled a step the others did not reach: all settle from the least.
+      float mine = static_cast<float>(settled), least = 0;
+      groups.world().all_reduce(&mine, &least, 1, strata::ReduceOp::min).wait();
+      settled = static_cast<int>(least);
       if (root)
         std::printf("step %5d: rank %d failed; %d ranks go on from step %d after %.2f s with the global batch of %d: "
                     "its %d slices of %d sequences dealt in turn, %zu on rank 0 (more accumulation microbatches)%s\n",
@@ -193,7 +198,25 @@ int run(int argc, char** argv) {
   double last_loss = NAN, comm_wait = 0, idle = 0, busy = 0;
   int timed = 0, timed_from = 0;
   st::Traffic traffic{};
-  while (trainer.step() < stop) {
+  // Evaluation and saving due after step s; false when a failure interrupted them and the
+  // survivors shrank.
+  auto end_of_step = [&](int s) {
+    if (((o.eval_every > 0 && s % o.eval_every == 0) || s == o.steps) && !survive(do_eval)) return false;
+    if (!o.save.empty() && ((o.save_every > 0 && s % o.save_every == 0) || s == stop)) {
+      if (!survive([&] { diloco ? diloco->save(o.save, trainer) : trainer.save(o.save); })) return false;
+      if (root) std::printf("saved %s at step %d\n", (diloco ? o.save : st::checkpoint_path(o.save)).c_str(), s);
+    }
+    return true;
+  };
+  for (;;) {
+    // After a shrink every survivor comes back here, at one step and one `settled`: the
+    // evaluation and saving of a step whose training some rank completed are done (again)
+    // by all, before the next step.
+    if (settled < trainer.step()) {
+      if (!end_of_step(trainer.step())) continue;
+      settled = trainer.step();
+    }
+    if (trainer.step() >= stop) break;
     double t0 = now_s();
     st::StepResult r;
     if (!survive([&] { r = trainer.train_step(); })) continue;
@@ -221,10 +244,6 @@ int run(int argc, char** argv) {
       if (diloco) std::printf(" | %s", diloco->progress().c_str());
       std::printf(" | ETA %s\n", duration_text(avg * (stop - s)).c_str());
     }
-    if ((o.eval_every > 0 && s % o.eval_every == 0) || s == o.steps) survive(do_eval);
-    if (!o.save.empty() && ((o.save_every > 0 && s % o.save_every == 0) || s == stop) &&
-        survive([&] { diloco ? diloco->save(o.save, trainer) : trainer.save(o.save); }) && root)
-      std::printf("saved %s at step %d\n", (diloco ? o.save : st::checkpoint_path(o.save)).c_str(), s);
   }
   if (diloco && trainer.step() == o.steps) diloco->finish(trainer);  // the replicas adopt the global model
   double elapsed = now_s() - t_start;

@@ -44,8 +44,10 @@ Trainer::Recovery Trainer::go_on_after_failure() {
     sampler_.restore(where + 2, where[1]);
   }
 
+  // Dealt by data-parallel coordinate, as evaluate() deals the validation slices (the
+  // survivors' grid may order them otherwise than their ranks).
   slices_.clear();
-  for (int s = me; s < replica_slices_; s += n) slices_.push_back(s);
+  for (int s = groups_.coord(kDp); s < replica_slices_; s += n) slices_.push_back(s);
   inputs_.assign(slices_.size() * static_cast<size_t>(local_batch_) * o_.model.ctx, 0);
   targets_.assign(inputs_.size(), 0);
   std::vector<Gpt*> chunks;
