@@ -41,6 +41,7 @@ struct CommState {
   PlanCache plans;
   OpQueue queue;  // after engine: destroyed (stopped) first
   std::atomic<Life> life{live};
+  bool shrunk = false;  // Comm::shrink ran on it: its agreement is over, a second one has no peers
 
   int group_depth = 0;
   std::vector<P2POp> group;

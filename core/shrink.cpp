@@ -116,6 +116,10 @@ Comm CommState::shrink() {
                     rank_list(a.members()).c_str(), e.what());
       }
     }
+    // The others may have left this rank out meanwhile (a 'D' naming it, read while
+    // connecting): then it is out, not the start of another attempt on its own.
+    if (a.state() == ShrinkAgreement::State::excluded)
+      throw PeerError(a.excluded_by(), "Comm::shrink: " + a.why_excluded());
     listener = listen_like(table[rank].listen);
     a.retry(now_s(), port_of(listener));
   }
@@ -144,7 +148,7 @@ Comm CommState::connect_decided(ShrinkAgreement& a, const net::Fd& listener) {
   std::thread watcher([&] {
     while (!done.load()) {
       pump(*engine, rank, nranks, a, 20);
-      if (a.doomed()) {
+      if (a.doomed() || a.state() == ShrinkAgreement::State::excluded) {
         ::shutdown(listener.get(), SHUT_RDWR);
         return;
       }
@@ -165,6 +169,9 @@ Comm CommState::connect_decided(ShrinkAgreement& a, const net::Fd& listener) {
 Comm Comm::shrink() {
   CommState& s = checked();
   if (s.group_depth > 0) throw InvalidUsage("shrink: not allowed inside group_start/group_end");
+  if (s.shrunk)
+    throw InvalidUsage("shrink: this communicator was already shrunk; shrink the communicator that shrink returned");
+  s.shrunk = true;
   return s.shrink();
 }
 

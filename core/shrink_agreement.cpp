@@ -36,6 +36,7 @@ void ShrinkAgreement::begin(Time now, uint16_t port, int culprit, const std::vec
 }
 
 void ShrinkAgreement::retry(Time now, uint16_t port) {
+  if (state_ == State::excluded) return;  // out for good: another epoch would undo it
   port_ = port;
   for (int j = 0; j < n_; ++j)
     if (created_epoch_[j] == epoch_ && j != me_) return went_on_without_me(j, epoch_);

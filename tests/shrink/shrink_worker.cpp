@@ -160,6 +160,14 @@ int shrink_and_check(Comm& comm, int old_rank) {
     } catch (const Error& e) {
       report("PARENT-THREW", e);
     }
+    try {  // a second shrink of the same communicator has no peers to agree with
+      comm.shrink();
+      fprintf(stderr, "SHRINK-AGAIN-DID-NOT-THROW\n");
+    } catch (const InvalidUsage& e) {
+      report("SHRINK-AGAIN-REFUSED", e);
+    } catch (const Error& e) {
+      report("SHRINK-AGAIN-THREW-OTHERWISE", e);
+    }
     comm.destroy();
     c.destroy();
     fprintf(stderr, "DONE at=%.6f\n", mono_s());

@@ -83,7 +83,8 @@ void kill_one_and_compare(int victim) {
   int failed_at = 0, victim_named = -1;
   std::sscanf(went_on[0].c_str(), "step %d: rank %d failed", &failed_at, &victim_named);
   EXPECT_EQ(victim_named, victim) << went_on[0];
-  EXPECT_GT(failed_at, 10) << went_on[0];
+  // The survivor that prints may still have been in step 10 when the victim died.
+  EXPECT_GE(failed_at, 10) << went_on[0];
   EXPECT_LE(failed_at, kSteps) << went_on[0];
   EXPECT_NE(went_on[0].find("3 ranks go on"), std::string::npos) << went_on[0];
   // Every survivor holds the same parameters at the end.

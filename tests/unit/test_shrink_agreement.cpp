@@ -340,3 +340,21 @@ TEST(ShrinkAgreement, AStoppedRankIsLeftOutAfterTheTimeout) {
 }
 
 }  // namespace
+
+namespace strata {
+namespace {
+
+// Left out by the others while its own connecting was under way, a rank stays out when
+// that connecting fails: another epoch alone would end in a communicator of itself.
+TEST(ShrinkAgreement, ALeftOutRankStaysOutWhenItsConnectingFails) {
+  ShrinkAgreement a(1, 3, 1.0);
+  a.begin(0, 1000, -1, {});
+  a.notice(0, shrink_notice('D', 0, 1), 0.1);
+  ASSERT_EQ(a.state(), ShrinkAgreement::State::excluded);
+  a.retry(0.2, 1001);
+  EXPECT_EQ(a.state(), ShrinkAgreement::State::excluded);
+  EXPECT_EQ(a.excluded_by(), 0);
+}
+
+}  // namespace
+}  // namespace strata
