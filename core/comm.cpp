@@ -100,7 +100,9 @@ Request CommState::run_group(std::vector<P2POp> ops, bool blocking, Fault own, s
   auto fn = [this, ops = std::move(ops), own, own_what] {
     log::set_thread_rank(rank);
     std::string disagreement;
-    const std::vector<P2POp> run = cfg.check ? check_pairs(ops, own, disagreement) : ops;
+    std::vector<P2POp> checked;
+    if (cfg.check) checked = check_pairs(ops, own, disagreement);
+    const std::vector<P2POp>& run = cfg.check ? checked : ops;
     Plan plan;
     try {
       plan = p2p_plan(run, rank);

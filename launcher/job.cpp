@@ -182,7 +182,7 @@ void Job::on_rank_exit(Rank& rank, int wait_status) {
 void Job::begin_stop(int exit_status) {
   if (stopping_) return;
   stopping_ = true;
-  exit_status_ = exit_status;
+  if (exit_status_ == 0) exit_status_ = exit_status;  // --keep-going: a failure came first
   signal_all_groups(SIGTERM);
   // A stopped (SIGSTOP'ed) process only acts on SIGTERM once continued.
   signal_all_groups(SIGCONT);

@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <random>
@@ -25,6 +27,13 @@ namespace strata_test {
 
 // A free TCP port on 127.0.0.1 for rank 0, as strata-run picks it (launcher/root_port.hpp).
 inline int free_port() { return strata::launcher::pick_root_port(); }
+
+// RELIABILITY_TRIALS if set (at least 1: a test never passes having tried nothing), else
+// `fallback`.
+inline int reliability_trials(int fallback) {
+  const char* t = getenv("RELIABILITY_TRIALS");
+  return t ? std::max(1, atoi(t)) : fallback;
+}
 
 inline std::string random_secret_hex() {
   std::random_device rd;

@@ -93,8 +93,7 @@ TEST(Failure, DepartedRankIsNamed) {
 // (docs/reliability.md has a longer run's figures).
 TEST(Failure, StoppedRankIsNamedByEverySurvivor) {
   const int T = 2, n = 4;
-  const char* env_trials = getenv("RELIABILITY_TRIALS");
-  const int trials = env_trials ? atoi(env_trials) : 3;
+  const int trials = reliability_trials(3);
   std::mt19937 rng(std::random_device{}());
   int named = 0, survivors = 0;
   double worst = 0;

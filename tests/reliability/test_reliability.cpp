@@ -267,8 +267,7 @@ Start start_job(int n, int per_port, double timeout_s) {
 // over RELIABILITY_TRIALS pairs of starts (default 1; docs/reliability.md has a longer run).
 TEST(Start, SilentConnectionsOnEveryPortDoNotStallIt) {
   const int n = 3;
-  const char* env_trials = getenv("RELIABILITY_TRIALS");
-  const int trials = env_trials ? atoi(env_trials) : 1;
+  const int trials = reliability_trials(1);
   std::vector<double> quiet_s, noisy_s;
   for (int t = 0; t < trials; ++t) {
     Start quiet = start_job(n, 0, 10);

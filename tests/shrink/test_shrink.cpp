@@ -20,10 +20,7 @@ namespace {
 
 constexpr int kRanks = 4;
 
-int trials() {
-  const char* t = getenv("RELIABILITY_TRIALS");
-  return t ? std::max(1, atoi(t)) : 3;
-}
+int trials() { return reliability_trials(3); }
 
 std::string joined(const std::vector<int>& v) {
   std::string s;

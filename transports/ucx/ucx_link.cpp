@@ -127,7 +127,10 @@ class UcxLink final : public Link {
     // shared worker) is not progress of ours: counted, it kept resetting the engine's
     // no-progress timeout while a stopped peer took nothing (survivors reported it 3.7 s
     // into a call with STRATA_TIMEOUT=2). Only our operations completing, or credits, are.
-    ucp_worker_progress(w_->worker);
+    // UCX's internal steps (a rendezvous's handshake and data) are driven here, a bounded
+    // number of rounds, rather than by the engine's spinning, which waits for ours.
+    for (int i = 0; i < 16 && ucp_worker_progress(w_->worker) != 0; ++i) {
+    }
     bool moved = take_credits();
     for (size_t i = 0; i < inflight_.size();) {
       Op& o = inflight_[i];
