@@ -103,11 +103,12 @@ class Trainer {
   int step_ = 0;
   float loss_ = 0;
   // The dp slices of each global batch this rank computes (its own, and after a shrink
-  // those of dead ranks), and the data position before the step in progress.
+  // those of dead ranks).
   std::vector<int> slices_;
   // The slices of each global batch this rank's replica computes per step: the
   // data-parallel ranks' at the start (a shrink deals them to the survivors, keeping the count).
   int replica_slices_;
+  // The data position before the step in progress, which a shrink takes again.
   BatchSampler step_start_;
   bool mid_step_ = false;
 };
