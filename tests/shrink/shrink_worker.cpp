@@ -183,15 +183,17 @@ int main(int argc, char** argv) {
   Comm comm = init_or_exit();
   const int rank = comm.rank();
   std::vector<float> x(env_int("SHRINK_COUNT", 1 << 16), 1.0f), y(x.size());
-  comm.barrier();
-  const long after_us = env_int("SHRINK_KILL_MS", 100) * 1000L;
-  if (rank == env_int("SHRINK_KILL", -1)) signal_self_after(after_us, SIGKILL, "KILLING");
-  if (mode == "stopped" && rank == env_int("SHRINK_STOP", -1)) {
-    strata_test::reap_later(env_int("STRATA_TIMEOUT", 30) + env_int("SHRINK_REAP_S", 4));
-    signal_self_after(env_int("SHRINK_STOP_MS", 100) * 1000L, SIGSTOP, "STOPPING");
-  }
-  const double t0 = mono_s();
+  // The barrier is inside the try: a rank leaves it before the slowest one has, and under
+  // load its fault may come before that one has left it.
   try {
+    comm.barrier();
+    const long after_us = env_int("SHRINK_KILL_MS", 100) * 1000L;
+    if (rank == env_int("SHRINK_KILL", -1)) signal_self_after(after_us, SIGKILL, "KILLING");
+    if (mode == "stopped" && rank == env_int("SHRINK_STOP", -1)) {
+      strata_test::reap_later(env_int("STRATA_TIMEOUT", 30) + env_int("SHRINK_REAP_S", 4));
+      signal_self_after(env_int("SHRINK_STOP_MS", 100) * 1000L, SIGSTOP, "STOPPING");
+    }
+    const double t0 = mono_s();
     while (mono_s() - t0 < 3.0 * env_int("STRATA_TIMEOUT", 30))
       comm.all_reduce(x.data(), y.data(), x.size(), DataType::float32, ReduceOp::sum);
   } catch (const Error& e) {
