@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "ground/log.hpp"
+#include "ground/ranks_text.hpp"
 #include "strata/error.hpp"
 
 namespace strata {
@@ -26,24 +27,20 @@ constexpr uint8_t kUnsure = 2;   // a timeout, but every rank answered: the orig
 // 2 ms of stall); one that is stopped, hung or not calling never does.
 constexpr auto kProbeWindow = std::chrono::milliseconds(500);
 
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string s;
-  for (int r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
-  return s;
-}
-
-PeerError abort_notice_error(const Notice& n, int from) {
+// Thrown, not returned: a relayed timeout is a TimeoutError, which a PeerError return value
+// would slice (a caller's catch of TimeoutError would miss it).
+[[noreturn]] void throw_abort_notice(const Notice& n, int from) {
   const int o = n.origin >= 0 ? n.origin : from;
   const std::string by = " (reported by rank " + std::to_string(from) + ")";
   if (n.flags & kUnsure)
-    return TimeoutError(o, "no progress from rank " + std::to_string(o) + " within STRATA_TIMEOUT" + by +
-                               ", but every rank answered a liveness probe: none is known to have stopped; the ranks "
-                               "may be calling different operations (STRATA_CHECK=1 tells which); the communicator is unusable");
+    throw TimeoutError(o, "no progress from rank " + std::to_string(o) + " within STRATA_TIMEOUT" + by +
+                              ", but every rank answered a liveness probe: none is known to have stopped; the ranks "
+                              "may be calling different operations (STRATA_CHECK=1 tells which); the communicator is unusable");
   if (n.flags & kStopped)
-    return TimeoutError(o, "rank " + std::to_string(o) + " made no progress for STRATA_TIMEOUT and did not answer a "
-                               "liveness probe: it is stopped, hung, or not calling this communicator" + by +
-                               "; the communicator is unusable");
-  return PeerError(o, "rank " + std::to_string(o) + " failed or stopped" + by + "; the communicator is unusable");
+    throw TimeoutError(o, "rank " + std::to_string(o) + " made no progress for STRATA_TIMEOUT and did not answer a "
+                              "liveness probe: it is stopped, hung, or not calling this communicator" + by +
+                              "; the communicator is unusable");
+  throw PeerError(o, "rank " + std::to_string(o) + " failed or stopped" + by + "; the communicator is unusable");
 }
 
 PeerError refused_error(const Notice& n) {
@@ -273,7 +270,7 @@ void Engine::check_control() {
       } else if (n.kind == 'Q') {
         answered_[j] = true;
       } else {
-        throw notice_error(n, j);
+        throw_notice_error(n, j);
       }
     }
   }
@@ -288,14 +285,14 @@ PeerError Engine::shrinking_error(const Notice& n, int from) {
                           ": call Comm::shrink on this rank too (the communicator is unusable)");
 }
 
-PeerError Engine::notice_error(const Notice& n, int from) {
+void Engine::throw_notice_error(const Notice& n, int from) {
   from_notice_ = true;
   if (n.kind == 'R') {
     relay_ = n;  // the others learn which rank refused what, not only that this one failed
-    return refused_error(n);
+    throw refused_error(n);
   }
   relay_ = {'A', 0, 0, n.flags, n.origin >= 0 ? n.origin : from};
-  return abort_notice_error(n, from);
+  throw_abort_notice(n, from);
 }
 
 void Engine::prefer_abort_notice(int culprit) {
@@ -306,7 +303,7 @@ void Engine::prefer_abort_notice(int culprit) {
     ssize_t r = ::recv(mesh_.control[j].get(), waiting, sizeof waiting, MSG_DONTWAIT | MSG_PEEK);
     for (ssize_t k = 0; r > 0 && k < r / static_cast<ssize_t>(sizeof(Notice)); ++k) {
       const Notice& n = waiting[k];
-      if (n.kind == 'A' || n.kind == 'R') throw notice_error(n, j);
+      if (n.kind == 'A' || n.kind == 'R') throw_notice_error(n, j);
       if (n.kind == 'J') throw shrinking_error(n, j);
       if (n.kind == 'B' && j == culprit) throw departed(j);
     }
@@ -353,7 +350,7 @@ void Engine::fail_stuck(Clock::duration probed) {
   std::string msg = "rank " + std::to_string(culprit) + " made no progress for " + T + " and did not answer a " +
                     "liveness probe within " + std::to_string(ms) + " ms: it is stopped (SIGSTOP, a debugger), hung, "
                     "or not calling this communicator";
-  if (silent.size() > 1) msg += "; silent too: ranks " + rank_list(silent);
+  if (silent.size() > 1) msg += "; silent too: " + ranks_text(silent);
   if (waited != culprit && waited >= 0)
     msg += "; this rank waited on rank " + std::to_string(waited) + ", which answered (it waits too)";
   throw TimeoutError(culprit, msg);

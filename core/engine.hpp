@@ -76,7 +76,7 @@ class Engine {
   // culprit better than the link's peer, which may only have exited because of it; a
   // goodbye from the culprit says it destroyed the communicator.
   void prefer_abort_notice(int culprit);
-  PeerError notice_error(const Notice& n, int from);  // for an 'A' or 'R' notice; sets relay_
+  [[noreturn]] void throw_notice_error(const Notice& n, int from);  // for an 'A' or 'R' notice; sets relay_
   PeerError shrinking_error(const Notice& n, int from);  // a peer's shrink began ('J'); sets relay_
   // The liveness probe on a timeout: every live peer is asked, and answers from check_control.
   void send_probe();

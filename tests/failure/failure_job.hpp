@@ -113,6 +113,12 @@ inline std::string field(const std::string& line, const std::string& key) {
 
 inline double num(const std::string& s) { return s.empty() ? -1 : std::stod(s); }
 
+// A caught error's C++ class agrees with its kind(): a timeout, also one relayed by another
+// rank, is catchable as TimeoutError, and nothing else is.
+inline bool class_matches_kind(const std::string& caught) {
+  return (field(caught, "class") == "TimeoutError") == (field(caught, "kind") == "timeout");
+}
+
 inline bool names_rank(const std::string& msg, int r) {
   std::regex re("(rank|peer)[^0-9a-z]{0,3}" + std::to_string(r) + "([^0-9]|$)", std::regex::icase);
   return std::regex_search(msg, re);
@@ -159,6 +165,7 @@ inline void expect_killed_rank_reported(const std::map<std::string, std::string>
     ASSERT_FALSE(caught.empty()) << "rank " << r << " caught no strata::Error\n" << j.dump();
     std::string cls = field(caught, "class");
     EXPECT_TRUE(cls == "PeerError" || cls == "TimeoutError") << caught;
+    EXPECT_TRUE(class_matches_kind(caught)) << caught;
     // The library aims to name the dead peer on every survivor.
     EXPECT_TRUE(names_rank(field(caught, "msg"), 2)) << "rank " << r << ": message does not name rank 2: " << caught;
     EXPECT_EQ(field(caught, "peer"), "2") << "rank " << r << ": PeerError::peer() is not 2: " << caught;

@@ -44,6 +44,7 @@ TEST(Failure, StuckRankTimesOut) {
     ASSERT_FALSE(caught.empty()) << "rank " << r << " caught no strata::Error\n" << j.dump();
     std::string cls = field(caught, "class");
     EXPECT_TRUE(cls == "TimeoutError" || cls == "PeerError") << caught;
+    EXPECT_TRUE(class_matches_kind(caught)) << caught;
     double after = num(field(caught, "after"));
     // Not before the timeout (rank 1 is alive, only slow) and not much after it.
     EXPECT_GE(after, 0.8 * T) << "rank " << r << " gave up before STRATA_TIMEOUT: " << caught;
@@ -114,6 +115,8 @@ TEST(Failure, StoppedRankIsNamedByEverySurvivor) {
       ++survivors;
       EXPECT_FALSE(p.killed_by_deadline) << "trial " << t << " rank " << r << " hung\n" << j.dump();
       ASSERT_FALSE(caught.empty()) << "trial " << t << " rank " << r << " caught no strata::Error\n" << j.dump();
+      EXPECT_TRUE(class_matches_kind(caught)) << caught;
+      EXPECT_EQ(field(caught, "kind"), "timeout") << "trial " << t << " rank " << r << ": " << caught;
       const double after = num(field(caught, "after"));
       worst = std::max(worst, after);
       const bool right = field(caught, "peer") == std::to_string(stop) && names_rank(field(caught, "msg"), stop);

@@ -218,6 +218,8 @@ Tally run_trial(const Cell& c, std::mt19937& rng) {
     t.worst_s = std::max(t.worst_s, took);
     if (field(caught, "peer") == std::to_string(victim)) ++t.named_right;
     else t.problems.push_back(what + ": rank " + std::to_string(r) + " blamed another rank: " + caught);
+    if (!class_matches_kind(caught))
+      t.problems.push_back(what + ": rank " + std::to_string(r) + " caught a class that disagrees with its kind: " + caught);
     const double bound = c.stop ? kTimeout + 1.0 : 1.0;
     if (took > bound) t.problems.push_back(what + ": rank " + std::to_string(r) + " reported " + std::to_string(took) + " s after the fault: " + caught);
   }
