@@ -6,32 +6,19 @@
 #include <tuple>
 
 #include "core/comm_state.hpp"
+#include "ground/fnv1a.hpp"
 #include "ground/log.hpp"
+#include "ground/ranks_text.hpp"
 
 namespace strata {
 
 namespace {
 
-// FNV-1a over 64-bit words: the same list of messages hashes alike on both ranks.
+// The same list of messages hashes alike on both ranks.
 uint64_t hash_messages(const std::vector<uint64_t>& bytes, uint64_t first_no) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&](uint64_t v) {
-    for (int i = 0; i < 8; ++i) h = (h ^ ((v >> (8 * i)) & 0xff)) * 0x100000001b3ull;
-  };
-  for (size_t i = 0; i < bytes.size(); ++i) mix(first_no + i), mix(bytes[i]);
+  uint64_t h = kFnv1aBasis;
+  for (size_t i = 0; i < bytes.size(); ++i) h = fnv1a_u64(bytes[i], fnv1a_u64(first_no + i, h));
   return h;
-}
-
-// "rank 3", "ranks 0, 2-4".
-std::string ranks_text(const std::vector<int>& ranks) {
-  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    s += (i ? ", " : "") + std::to_string(ranks[i]) + (j > i ? "-" + std::to_string(ranks[j]) : "");
-    i = j + 1;
-  }
-  return s;
 }
 
 bool valid(const CallCheck& c) {

@@ -8,7 +8,9 @@
 #include "core/bootstrap/id_exchange.hpp"
 #include "core/bootstrap/launch_env.hpp"
 #include "core/comm_state.hpp"
+#include "ground/fnv1a.hpp"
 #include "ground/log.hpp"
+#include "ground/ranks_text.hpp"
 
 namespace strata {
 
@@ -39,28 +41,26 @@ namespace {
 uint64_t plan_settings_hash(const Config& cfg) {
   const std::string all = cfg.algo + "|" + (cfg.chunk_bytes_set ? std::to_string(cfg.chunk_bytes) : "") + "|" +
                           settings::text("STRATA_HIERARCHY") + "|" + settings::text("STRATA_LINK_MODEL");
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
-  for (unsigned char c : all) h = (h ^ c) * 0x100000001b3ull;
-  return h;
+  return fnv1a(all.data(), all.size());
 }
 
 // Every rank compares the table it received, so every rank refuses alike.
 void check_settings_agree(const std::vector<bootstrap::RankInfo>& table) {
   auto ranks_where = [&](auto differs) {
-    std::string s;
+    std::vector<int> odd;
     for (size_t r = 0; r < table.size(); ++r)
-      if (differs(table[r])) s += (s.empty() ? "" : ", ") + std::to_string(r);
-    return s;
+      if (differs(table[r])) odd.push_back(static_cast<int>(r));
+    return odd;
   };
   const auto& first = table.front();
-  std::string odd = ranks_where([&](const bootstrap::RankInfo& i) { return i.check != first.check; });
+  std::vector<int> odd = ranks_where([&](const bootstrap::RankInfo& i) { return i.check != first.check; });
   if (!odd.empty())
-    throw InvalidArgument("STRATA_CHECK differs between ranks: rank 0 has " + std::to_string(first.check) +
-                          ", ranks " + odd + " the other value; set the same on every rank");
+    throw InvalidArgument("STRATA_CHECK differs between ranks: rank 0 has " + std::to_string(first.check) + ", " +
+                          ranks_text(odd) + " the other value; set the same on every rank");
   odd = ranks_where([&](const bootstrap::RankInfo& i) { return i.plan_settings != first.plan_settings; });
   if (!odd.empty())
     throw InvalidArgument("the settings that shape plans (STRATA_ALGO, STRATA_CHUNK_BYTES, STRATA_HIERARCHY, "
-                          "STRATA_LINK_MODEL) differ between rank 0 and ranks " + odd + "; set the same on every rank");
+                          "STRATA_LINK_MODEL) differ between rank 0 and " + ranks_text(odd) + "; set the same on every rank");
 }
 
 // `emulated_node` >= 0 (STRATA_HIERARCHY sets node sizes) makes this rank's host

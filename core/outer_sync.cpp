@@ -12,18 +12,13 @@
 #include "algorithms/outer_layout.hpp"
 #include "core/comm_state.hpp"
 #include "core/op_queue.hpp"
+#include "ground/fnv1a.hpp"
 #include "ground/log.hpp"
 #include "ground/wire_codec.hpp"
 
 namespace strata {
 
 namespace {
-
-uint64_t fnv1a(const void* data, size_t n, uint64_t h = 0xcbf29ce484222325ull) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
 
 // What every rank must agree on, exchanged once at creation.
 struct Fingerprint {

@@ -14,6 +14,7 @@
 #include "core/comm_state.hpp"
 #include "core/shrink_agreement.hpp"
 #include "ground/log.hpp"
+#include "ground/ranks_text.hpp"
 
 namespace strata {
 
@@ -76,12 +77,6 @@ void pump(const Engine& engine, int me, int n, ShrinkAgreement& a, int wait_ms) 
 
 uint16_t port_of(const net::Fd& listener) { return net::local_address(listener.get()).port(); }
 
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string s;
-  for (int r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
-  return s.empty() ? "none" : s;
-}
-
 }  // namespace
 
 Comm CommState::shrink() {
@@ -109,11 +104,11 @@ Comm CommState::shrink() {
         a.created();
         flush(*engine, a);
         STRATA_INFO("shrink: rank %d of %d is rank %d of %zu (left out: %s) after %.3f s, attempt %d", rank, nranks,
-                    c.rank(), a.members().size(), rank_list(a.left_out()).c_str(), now_s() - t0, a.epoch() + 1);
+                    c.rank(), a.members().size(), ranks_text(a.left_out()).c_str(), now_s() - t0, a.epoch() + 1);
         return c;
       } catch (const Error& e) {
-        STRATA_WARN("shrink: attempt %d could not connect the new communicator of ranks %s: %s", a.epoch() + 1,
-                    rank_list(a.members()).c_str(), e.what());
+        STRATA_WARN("shrink: attempt %d could not connect the new communicator of %s: %s", a.epoch() + 1,
+                    ranks_text(a.members()).c_str(), e.what());
       }
     }
     // The others may have left this rank out meanwhile (a 'D' naming it, read while

@@ -149,8 +149,8 @@ TEST(Split, NegativeColorOtherThanNoColorIsRefusedEverywhere) {
 // with the wrong bytes: every rank refuses to create the communicator, naming the ranks.
 TEST(OneVerdict, SettingsThatShapePlansMustAgree) {
   const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases = {
-      {{{"STRATA_ALGO", "ring"}}, "differ between rank 0 and ranks 1"},
-      {{{"STRATA_CHECK", "1"}}, "STRATA_CHECK differs between ranks: rank 0 has 0, ranks 1"}};
+      {{{"STRATA_ALGO", "ring"}}, "differ between rank 0 and rank 1"},
+      {{{"STRATA_CHECK", "1"}}, "STRATA_CHECK differs between ranks: rank 0 has 0, rank 1 the other value"}};
   for (const auto& [odd, said] : cases) {
     Job j = spawn({STRATA_RELIABILITY_WORKER_PATH, "start"}, kRanks, {{"STRATA_TIMEOUT", "20"}}, {{}, odd}, 60);
     for (int r = 0; r < kRanks; ++r) {
