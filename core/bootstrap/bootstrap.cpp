@@ -25,19 +25,34 @@ std::string read_first_line(const char* path) {
 
 // The root's answer to every joined rank: the table of all ranks, or why there is none.
 struct JoinReply {
-  uint32_t magic;  // kReplyMagic
-  uint32_t ok;     // 1: the table follows
-  char why[248];   // ok == 0: what the root gave up on
+  uint32_t magic;   // kReplyMagic
+  uint32_t status;  // a ReplyStatus
+  char why[248];    // not kTable: what the root gave up on, or refused
+};
+enum ReplyStatus : uint32_t {
+  kGaveUp = 0,   // the job did not start (ranks missing at STRATA_TIMEOUT, ...)
+  kTable = 1,    // the table of all ranks follows
+  kRefused = 2,  // this rank's description was malformed
 };
 constexpr uint32_t kReplyMagic = 0x4a425453;  // "STBJ"
 
-std::string missing_ranks(const std::vector<net::Fd>& conns, int nranks) {
+// `refused[r]`: why rank r's description was dropped, if it was (it may join again).
+std::string missing_ranks(const std::vector<net::Fd>& conns, const std::vector<std::string>& refused, int nranks) {
   if (nranks < 0) return "no rank joined";
-  std::string s;
+  std::string s, why;
   int missing = 0;
-  for (int r = 0; r < nranks; ++r)
-    if (!conns[static_cast<size_t>(r)].valid()) s += (missing++ ? ", " : "") + std::to_string(r);
-  return (missing == 1 ? "rank " : "ranks ") + s + " of " + std::to_string(nranks) + " did not join";
+  for (int r = 0; r < nranks; ++r) {
+    if (conns[static_cast<size_t>(r)].valid()) continue;
+    s += (missing++ ? ", " : "") + std::to_string(r);
+    if (!refused[static_cast<size_t>(r)].empty()) why += "; " + refused[static_cast<size_t>(r)];
+  }
+  return (missing == 1 ? "rank " : "ranks ") + s + " of " + std::to_string(nranks) + " did not join" + why;
+}
+
+void send_refusal(const net::Fd& fd, ReplyStatus status, const std::string& why) {
+  JoinReply reply{kReplyMagic, status, {}};
+  std::snprintf(reply.why, sizeof reply.why, "%s", why.c_str());
+  (void)::send(fd.get(), &reply, sizeof reply, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 void serve_root(net::Fd listener, Secret secret, double timeout_s) {
@@ -45,10 +60,11 @@ void serve_root(net::Fd listener, Secret secret, double timeout_s) {
   net::Acceptor acceptor(listener.get(), secret.bytes, kJoinTag);
   std::vector<net::Fd> conns;
   std::vector<RankInfo> table;
+  std::vector<std::string> refused;
   int nranks = -1, joined = 0;
   try {
     while (nranks < 0 || joined < nranks) {
-      auto [fd, hello] = acceptor.next(deadline, "ranks to join the bootstrap root (" + missing_ranks(conns, nranks) + ")");
+      auto [fd, hello] = acceptor.next(deadline, "ranks to join the bootstrap root (" + missing_ranks(conns, refused, nranks) + ")");
       if (hello.role != net::Role::join || hello.nranks < 1) {
         STRATA_WARN("bootstrap root: dropped a connection that is not a rank joining");
         continue;
@@ -57,6 +73,7 @@ void serve_root(net::Fd listener, Secret secret, double timeout_s) {
         nranks = hello.nranks;
         conns.resize(static_cast<size_t>(nranks));
         table.resize(static_cast<size_t>(nranks));
+        refused.resize(static_cast<size_t>(nranks));
       }
       if (hello.nranks != nranks || hello.rank < 0 || hello.rank >= nranks ||
           conns[static_cast<size_t>(hello.rank)].valid()) {
@@ -70,14 +87,17 @@ void serve_root(net::Fd listener, Secret secret, double timeout_s) {
       try {
         check_rank_info(info, who);
       } catch (const Error& e) {
+        // The rank learns why at once, and so does everyone else if the job never starts.
         STRATA_WARN("bootstrap root: dropped %s: %s", who.c_str(), e.what());
+        refused[static_cast<size_t>(hello.rank)] = std::string("its description was refused: ") + e.what();
+        send_refusal(fd, kRefused, e.what());
         continue;
       }
       table[static_cast<size_t>(hello.rank)] = info;
       conns[static_cast<size_t>(hello.rank)] = std::move(fd);
       ++joined;
     }
-    JoinReply reply{kReplyMagic, 1, {}};
+    JoinReply reply{kReplyMagic, kTable, {}};
     // Rank 0 last: this thread lives in its process, which may end as soon as it has the
     // table (a communicator refused on every rank); what is already sent still arrives.
     for (int k = 1; k <= nranks; ++k) {
@@ -89,11 +109,9 @@ void serve_root(net::Fd listener, Secret secret, double timeout_s) {
     STRATA_INFO("bootstrap root: %d ranks joined", nranks);
   } catch (const std::exception& e) {
     // The ranks that joined learn why, instead of timing out on their own.
-    JoinReply reply{kReplyMagic, 0, {}};
-    std::snprintf(reply.why, sizeof reply.why, "%s", e.what());
     STRATA_WARN("bootstrap root gave up after %d of %d ranks joined: %s", joined, nranks, e.what());
     for (net::Fd& fd : conns)
-      if (fd.valid()) (void)::send(fd.get(), &reply, sizeof reply, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (fd.valid()) send_refusal(fd, kGaveUp, e.what());
   }
 }
 }  // namespace
@@ -150,10 +168,9 @@ std::vector<RankInfo> join(const net::SockAddr& root, const Secret& secret, int 
   // A second past our own deadline: a root that gives up at the same moment still tells us why.
   net::recv_all(fd.get(), &reply, sizeof reply, deadline + std::chrono::seconds(1), what);
   if (reply.magic != kReplyMagic) throw SystemError(what + " answered with something else (a different Strata version?)");
-  if (!reply.ok) {
-    reply.why[sizeof reply.why - 1] = 0;
-    throw TimeoutError(-1, "the bootstrap root at " + root.str() + " gave up: " + reply.why);
-  }
+  reply.why[sizeof reply.why - 1] = 0;
+  if (reply.status == kRefused) throw SystemError(what + " refused this rank's description: " + reply.why);
+  if (reply.status != kTable) throw TimeoutError(-1, what + " gave up: " + reply.why);
   std::vector<char> bytes(static_cast<size_t>(nranks) * sizeof(RankInfo));
   net::recv_all(fd.get(), bytes.data(), bytes.size(), deadline, what);
   return decode_rank_table(bytes.data(), bytes.size(), nranks, what);

@@ -165,6 +165,41 @@ TEST(Bootstrap, RootTellsTheJoinedRanksWhyItGaveUp) {
   unsetenv("STRATA_TIMEOUT");
 }
 
+// A rank whose description the root refuses learns why at once, and the ranks that joined
+// learn, when the root gives up, which rank's description was refused and why.
+TEST(Bootstrap, RefusedRankDescriptionIsReportedToItAndTheOthers) {
+  setenv("STRATA_SOCKET_IFNAME", "lo", 1);
+  setenv("STRATA_TIMEOUT", "2", 1);
+  UniqueId id = get_unique_id();
+  const bootstrap::IdFields f = bootstrap::decode_id(id);
+  std::string refused_msg = "no error";
+  std::thread bad([&] {
+    bootstrap::RankInfo info{};
+    std::memset(info.host, 'x', sizeof info.host);  // not terminated
+    try {
+      bootstrap::join(f.root, f.secret, 1, 2, info, net::deadline_after(5));
+    } catch (const SystemError& e) {
+      refused_msg = e.what();
+    }
+  });
+  try {
+    Comm::init_rank(2, id, 0);
+    ADD_FAILURE() << "rank 1 was refused, yet init returned";
+  } catch (const TimeoutError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("rank 1 of 2 did not join; its description was refused: malformed rank info from rank 1: host "
+                     "identity not terminated"),
+              std::string::npos)
+        << m;
+  }
+  bad.join();
+  EXPECT_NE(refused_msg.find("refused this rank's description: malformed rank info from rank 1: host identity not "
+                             "terminated"),
+            std::string::npos)
+      << refused_msg;
+  unsetenv("STRATA_TIMEOUT");
+}
+
 TEST(Bootstrap, GarbageUniqueIdIsRejected) {
   UniqueId id;
   id.bytes.fill(0xab);
