@@ -46,15 +46,9 @@ Trainer::Trainer(const Options& o, ParallelGroups& groups, const TextData& data,
       replica_slices_(groups.size(kDp)),
       step_start_(o.seed) {
   init_params(layout_, params_.data(), o.seed);
-  std::vector<Gpt*> chunks;
-  for (const Chunk& c : layout_.partition().chunks) {
+  for (const Chunk& c : layout_.partition().chunks)
     chunks_.push_back(std::make_unique<Gpt>(layout_, c, params_.data(), k_, tp_, micro_batch_));
-    chunks.push_back(chunks_.back().get());
-  }
-  pipe_ = std::make_unique<Pipeline>(
-      chunks, groups.links(),
-      Pipeline::Shape{schedule_of(o), o.pp, o.virtual_stages, o.microbatches, groups.coord(kPp)},
-      clock_);
+  build_pipeline(o.microbatches, 0);
   size_t off = 0;
   for (const auto& t : layout_.tensors()) {
     canonical_offset_.push_back(off);
@@ -63,6 +57,14 @@ Trainer::Trainer(const Options& o, ParallelGroups& groups, const TextData& data,
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::build_pipeline(int microbatches, float loss_scale) {
+  std::vector<Gpt*> chunks;
+  for (auto& c : chunks_) chunks.push_back(c.get());
+  pipe_ = std::make_unique<Pipeline>(
+      chunks, groups_.links(),
+      Pipeline::Shape{schedule_of(o_), o_.pp, o_.virtual_stages, microbatches, groups_.coord(kPp), loss_scale}, clock_);
+}
 
 bool Trainer::reports_loss() const {
   return groups_.coord(kPp) == o_.pp - 1 && groups_.coord(kTp) == 0;

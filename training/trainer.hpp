@@ -81,6 +81,8 @@ class Trainer {
   // order, `s` of it (parameters or a moment), each piece sent by the rank that holds it.
   void gather_whole(Section s, const std::function<void(int, const float*)>& emit);
   bool reports_loss() const;  // the rank whose loss counts: last stage, tensor-parallel rank 0
+  // This stage's pipeline over its chunks; loss_scale as in Pipeline::Shape.
+  void build_pipeline(int microbatches, float loss_scale);
 
   const Options& o_;
   ParallelGroups& groups_;

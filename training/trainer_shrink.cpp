@@ -50,13 +50,8 @@ Trainer::Recovery Trainer::go_on_after_failure() {
   for (int s = groups_.coord(kDp); s < replica_slices_; s += n) slices_.push_back(s);
   inputs_.assign(slices_.size() * static_cast<size_t>(local_batch_) * o_.model.ctx, 0);
   targets_.assign(inputs_.size(), 0);
-  std::vector<Gpt*> chunks;
-  for (auto& c : chunks_) chunks.push_back(c.get());
-  const int microbatches = static_cast<int>(slices_.size()) * o_.microbatches;
-  pipe_ = std::make_unique<Pipeline>(
-      chunks, groups_.links(),
-      Pipeline::Shape{*parse_schedule(o_.schedule), 1, 1, microbatches, 0, static_cast<float>(n) / static_cast<float>(replica_slices_ * o_.microbatches)},
-      clock_);
+  build_pipeline(static_cast<int>(slices_.size()) * o_.microbatches,
+                 static_cast<float>(n) / static_cast<float>(replica_slices_ * o_.microbatches));
   sync_.rebind(groups_.dp());
   return {step_, n, slices_, behind != furthest ? static_cast<int>(source) : -1};
 }
