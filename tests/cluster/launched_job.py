@@ -21,6 +21,7 @@ not available, with the reason on the last line.
 import argparse
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -84,6 +85,33 @@ def free_port():
         return s.getsockname()[1]
 
 
+def port_free(port):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def master_port():
+    """A MASTER_PORT for torchrun: it and MASTER_PORT+1 (Strata's root) free on 127.0.0.1,
+    below the kernel's ephemeral range, as launcher/root_port.hpp picks a root port. From
+    inside the range, an outgoing connection can take MASTER_PORT+1 before rank 0 binds it
+    (the agents' connections to the store on MASTER_PORT once did)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        lo = 32768
+    rng = random.SystemRandom()
+    for _ in range(1000 if lo - 2 > 10000 else 0):
+        port = rng.randint(10000, lo - 2)
+        if port_free(port) and port_free(port + 1):
+            return port
+    return free_port()  # no room below the range: the kernel's choice
+
+
 # ---- launchers: each gives `prefixes(n, env, extra)`, the argv of each launcher process
 # (one, or one per emulated node) that together start n ranks of what follows,
 # `placement(n)`, rank -> (local rank, local size) as it was asked for, and `label`, the
@@ -138,7 +166,7 @@ class Torchrun:
         # torch 1.13 on Python 3.11 dies at start unless output is redirected (--redirects
         # 1 --tee 1 with a log directory); --no_python runs the program itself. The agent
         # looks at its workers every --monitor_interval seconds (5 by default).
-        port = str(free_port())
+        port = str(master_port())
         per_node = n // self.nodes
         return [[DEBIAN_PYTHON, "-m", "torch.distributed.run", "--nnodes", str(self.nodes), "--node_rank", str(i),
                  "--nproc_per_node", str(per_node), "--master_addr", "127.0.0.1", "--master_port", port,
