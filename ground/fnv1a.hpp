@@ -18,8 +18,9 @@ inline uint64_t fnv1a(const void* data, size_t n, uint64_t h = kFnv1aBasis) {
 
 // Continues `h` over v's 8 bytes, least significant first (the same on every machine).
 inline uint64_t fnv1a_u64(uint64_t v, uint64_t h) {
-  for (int i = 0; i < 8; ++i) h = (h ^ ((v >> (8 * i)) & 0xff)) * 0x100000001b3ull;
-  return h;
+  unsigned char b[8];
+  for (int i = 0; i < 8; ++i) b[i] = static_cast<unsigned char>(v >> (8 * i));
+  return fnv1a(b, sizeof b, h);
 }
 
 }  // namespace strata

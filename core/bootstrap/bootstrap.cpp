@@ -49,7 +49,8 @@ std::string missing_ranks(const std::vector<net::Fd>& conns, const std::vector<s
   return (missing == 1 ? "rank " : "ranks ") + s + " of " + std::to_string(nranks) + " did not join" + why;
 }
 
-void send_refusal(const net::Fd& fd, ReplyStatus status, const std::string& why) {
+// The answer without a table: the root gave up, or refused this rank.
+void send_no_table(const net::Fd& fd, ReplyStatus status, const std::string& why) {
   JoinReply reply{kReplyMagic, status, {}};
   std::snprintf(reply.why, sizeof reply.why, "%s", why.c_str());
   (void)::send(fd.get(), &reply, sizeof reply, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -90,7 +91,7 @@ void serve_root(net::Fd listener, Secret secret, double timeout_s) {
         // The rank learns why at once, and so does everyone else if the job never starts.
         STRATA_WARN("bootstrap root: dropped %s: %s", who.c_str(), e.what());
         refused[static_cast<size_t>(hello.rank)] = std::string("its description was refused: ") + e.what();
-        send_refusal(fd, kRefused, e.what());
+        send_no_table(fd, kRefused, e.what());
         continue;
       }
       table[static_cast<size_t>(hello.rank)] = info;
@@ -111,7 +112,7 @@ void serve_root(net::Fd listener, Secret secret, double timeout_s) {
     // The ranks that joined learn why, instead of timing out on their own.
     STRATA_WARN("bootstrap root gave up after %d of %d ranks joined: %s", joined, nranks, e.what());
     for (net::Fd& fd : conns)
-      if (fd.valid()) send_refusal(fd, kGaveUp, e.what());
+      if (fd.valid()) send_no_table(fd, kGaveUp, e.what());
   }
 }
 }  // namespace
