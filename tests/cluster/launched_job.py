@@ -16,7 +16,8 @@ Under the launcher named, with no Strata launcher anywhere, it runs:
 The slurm mode first starts a one-machine Slurm cluster (munged, slurmctld, two slurmd
 playing nodes n1 and n2) in a temporary directory and a private mount namespace, and
 stops it at the end. Exit status 77 (ctest's skip) when the launcher or the daemons are
-not available, with the reason on the last line.
+not installed, with the reason on the last line; installed daemons that do not start are
+a failure, with the ends of their logs.
 """
 import argparse
 import json
@@ -277,13 +278,23 @@ class Slurm:
         while time.monotonic() < deadline:
             for p in self.daemons:
                 if p.poll() is not None:
-                    raise Skip("a Slurm daemon exited at start (%s); its log is in %s" % (p.args[0], self.dir))
+                    raise Failed("%s exited at start with status %d\n%s" % (p.args[0], p.returncode, self._logs()))
             q = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %T"], capture_output=True, text=True, env=self.env)
             states = q.stdout.strip()
             if q.returncode == 0 and states.count("idle") == len(self.nodes):
                 return
             time.sleep(0.3)
-        raise Skip("the Slurm nodes did not become idle within 30 s (sinfo: %r)" % states)
+        raise Failed("the Slurm nodes did not become idle within 30 s (sinfo: %r)\n%s" % (states, self._logs()))
+
+    def _logs(self):
+        """The end of each daemon's log: with the daemons installed, a start that fails is
+        this test's failure (a broken setup must not pass as skipped), and this says why."""
+        text = ""
+        for name in sorted(os.listdir(self.dir)):
+            if name.endswith((".log", ".out")):
+                with open(self._path(name), errors="replace") as f:
+                    text += "--- %s ---\n%s\n" % (name, f.read()[-1500:])
+        return text
 
     def prefixes(self, n, env, extra=()):
         return [["srun", "-N", str(len(self.nodes)), "-n", str(n), "--label"] + list(extra)]
