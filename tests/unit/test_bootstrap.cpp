@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -152,8 +153,8 @@ TEST(Bootstrap, RootTellsTheJoinedRanksWhyItGaveUp) {
   setenv("STRATA_SOCKET_IFNAME", "lo", 1);
   // Twice the acceptor's hello wait: the silent connections are refused well before the root
   // gives up. With the two equal, which came first was a race (lost once under ASan in CI).
-  static_assert(net::Acceptor::kHelloWait == std::chrono::seconds(2));
-  setenv("STRATA_TIMEOUT", "4", 1);
+  const auto hello_wait_s = std::chrono::duration_cast<std::chrono::seconds>(net::Acceptor::kHelloWait).count();
+  setenv("STRATA_TIMEOUT", std::to_string(2 * hello_wait_s).c_str(), 1);
   UniqueId id = get_unique_id();
   auto held = silent(bootstrap::decode_id(id).root, 3);
   try {
