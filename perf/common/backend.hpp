@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <string>
 
-#include "collective.hpp"
+#include "timed_op.hpp"
 
 namespace perf {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "collective.hpp"
+#include "timed_op.hpp"
 
 namespace perf {
 

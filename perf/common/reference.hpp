@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "collective.hpp"
+#include "timed_op.hpp"
 
 namespace perf {
 

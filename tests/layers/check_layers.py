@@ -2,7 +2,8 @@
 """Fails when a library folder includes a folder of a higher layer (docs/architecture.md).
 
 Layers, lowest first: ground; algorithms and transports (beside each other, neither
-includes the other); core; api. Public headers (include/) are the contract every layer
+includes the other); core; api (core and api live under src/, which is on the include
+path, so their headers are included as "core/..." and "api/..."). Public headers (include/) are the contract every layer
 may use. Tools (launcher, topology, perf, training) are above the library: nothing in the
 library may include them. Front ends outside the library (python/: the torch backend)
 use the public headers and their own files only. Prints one line per offending include,
@@ -13,7 +14,7 @@ import re
 import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-# Which project folders each library folder may include ("strata/..." is include/).
+# Which layers each library layer may include ("strata/..." is include/).
 MAY_INCLUDE = {
     "ground": {"ground"},
     "algorithms": {"ground", "algorithms"},
@@ -21,9 +22,11 @@ MAY_INCLUDE = {
     "core": {"ground", "algorithms", "transports", "core"},
     "api": {"ground", "algorithms", "transports", "core", "api"},
 }
+# Where each layer's files are, relative to the root (its include name is the layer).
+FOLDER = {"core": "src/core", "api": "src/api"}
 # Folders that may include only public headers and files of their own folder.
 PUBLIC_ONLY = {"python"}
-PROJECT_FOLDERS = set(MAY_INCLUDE) | PUBLIC_ONLY | {"launcher", "topology", "perf", "training", "tests", "tools"}
+PROJECT_FOLDERS = set(MAY_INCLUDE) | PUBLIC_ONLY | {"launcher", "topology", "perf", "training", "tests", "tools", "src"}
 SOURCES = (".cpp", ".hpp", ".h", ".c", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 
@@ -41,7 +44,7 @@ def includes(root, folder):
 def check(ROOT):
     bad, checked = [], 0
     for layer, allowed in MAY_INCLUDE.items():
-        for path, _, inc in includes(ROOT, layer):
+        for path, _, inc in includes(ROOT, FOLDER.get(layer, layer)):
             checked += 1
             top = inc.split("/")[0]
             if os.path.exists(os.path.join(ROOT, "include", inc)):
@@ -71,17 +74,17 @@ def planted_violation_is_caught():
     """A tree whose ground includes core must fail the check (the check can fail)."""
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
-        for folder, text in (("ground", '#include "core/engine.hpp"\n'), ("core", '#include "ground/log.hpp"\n')):
+        for folder, text in (("ground", '#include "core/engine.hpp"\n'), ("src/core", '#include "ground/log.hpp"\n')):
             os.makedirs(os.path.join(tmp, folder))
             open(os.path.join(tmp, folder, "x.hpp"), "w").write(text)
         caught = check(tmp) == 1
     print("planted upward include:", "caught" if caught else "NOT caught")
     with tempfile.TemporaryDirectory() as tmp:  # a front end reaching into the library
         os.makedirs(os.path.join(tmp, "python", "b"))
-        os.makedirs(os.path.join(tmp, "core"))
-        open(os.path.join(tmp, "core", "engine.hpp"), "w").write("\n")
+        os.makedirs(os.path.join(tmp, "src", "core"))
+        open(os.path.join(tmp, "src", "core", "engine.hpp"), "w").write("\n")
         open(os.path.join(tmp, "python", "b", "own.hpp"), "w").write("\n")
-        open(os.path.join(tmp, "python", "b", "x.cpp"), "w").write('#include "own.hpp"\n#include "../../core/engine.hpp"\n')
+        open(os.path.join(tmp, "python", "b", "x.cpp"), "w").write('#include "own.hpp"\n#include "../../src/core/engine.hpp"\n')
         front = check(tmp) == 1
     print("planted front-end include of core:", "caught" if front else "NOT caught")
     return 0 if caught and front else 1

@@ -4,7 +4,7 @@
 
 #include <ostream>
 
-#include "collective.hpp"
+#include "timed_op.hpp"
 
 namespace strata {
 inline void PrintTo(Collective c, std::ostream* os) { *os << name(c); }

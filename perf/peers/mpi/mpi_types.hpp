@@ -6,7 +6,7 @@
 
 #include <mpi.h>
 
-#include "collective.hpp"
+#include "timed_op.hpp"
 
 namespace perf {
 

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "coll_printer.hpp"
-#include "collective.hpp"
+#include "timed_op.hpp"
 
 namespace perf {
 namespace {

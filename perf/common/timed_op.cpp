@@ -1,4 +1,4 @@
-#include "collective.hpp"
+#include "timed_op.hpp"
 
 #include <string>
 
