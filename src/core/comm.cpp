@@ -70,7 +70,7 @@ void CommState::execute(const Call& call) {
   if (cfg.check) check_collective(call);
   if (call.count == 0) return;
   // Two ranks share one link, the same transport on both sides: they agree on `forward`.
-  const bool forward = nranks == 2 && !has_finalize(call.op) && engine->links_forward();
+  const bool forward = nranks == 2 && !has_finalize(call.op) && engine->links_forward(call.memory);
   CachedPlan& cached = plans.get(PlanCache::key_of(call, forward), [&] { return build_plan_for(call, forward); });
   const size_t need = cached.plan.scratch_count * size_of(call.type);
   if (scratch.size() < need) scratch.resize(need);

@@ -83,8 +83,12 @@ Engine::Engine(int rank, int nranks, Mesh mesh, const Config& cfg, bool oversubs
       spins_before_yield_(oversubscribed ? 1 : 64) {
   for (auto& fd : mesh_.control)
     if (fd.valid()) net::set_nonblocking(fd.get());
-  for (const auto& l : mesh_.links)
-    if (l && !l->caps().forwards_reductions) links_forward_ = false;
+  for (MemoryKind k : kAllMemoryKinds) {
+    bool all = true;
+    for (int j = 0; j < nranks; ++j)
+      if (j != rank) all &= mesh_.of(k)[static_cast<size_t>(j)] && mesh_.of(k)[static_cast<size_t>(j)]->caps().forwards_reductions;
+    links_forward_[static_cast<size_t>(k)] = all;
+  }
 }
 
 Engine::~Engine() = default;
@@ -97,17 +101,16 @@ void Engine::execute(const Plan& plan, const Call& call, void* scratch, std::uni
     stores = &static_cast<EngineSlot&>(*slot).stores;
   }
   const Buffers bufs{call.send, call.recv, scratch};
-  const DataType type = call.type;
-  const ReduceOp op = call.op;
   const bool streaming = stores && stores->streaming();
-  if (streaming != streaming_stores_) {
-    for (auto& l : mesh_.links)
+  Links& links = mesh_.of(call.memory);
+  if (bool& told = streaming_stores_[static_cast<size_t>(call.memory)]; streaming != told) {
+    for (auto& l : links)
       if (l) l->set_streaming_stores(streaming);
-    streaming_stores_ = streaming;
+    told = streaming;
   }
   const auto t0 = stores ? Clock::now() : Clock::time_point{};
   try {
-    for (size_t r = 0; r < plan.rounds(); ++r) run_round(plan, r, bufs, type, op);
+    for (size_t r = 0; r < plan.rounds(); ++r) run_round(plan, r, call, links, bufs);
     if (stores) stores->record(streaming, std::chrono::duration<double>(Clock::now() - t0).count());
   } catch (const PeerError& e) {
     try {
@@ -124,7 +127,9 @@ void Engine::execute(const Plan& plan, const Call& call, void* scratch, std::uni
   }
 }
 
-void Engine::run_round(const Plan& plan, size_t round, const Buffers& bufs, DataType type, ReduceOp op) {
+void Engine::run_round(const Plan& plan, size_t round, const Call& call, const Links& links, const Buffers& bufs) {
+  const DataType type = call.type;
+  const ReduceOp op = call.op;
   const size_t esz = size_of(type);
   ReduceFn fn = nullptr;  // looked up by the first step that reduces (broadcasts and gathers have none)
   auto reducer = [&] { return fn ? fn : (fn = reduce_fn(type, op)); };
@@ -144,8 +149,8 @@ void Engine::run_round(const Plan& plan, size_t round, const Buffers& bufs, Data
       case StepKind::recv:
       case StepKind::recv_reduce:
       case StepKind::recv_reduce_send: {
-        Link* l = mesh_.links[static_cast<size_t>(s.peer)].get();
-        if (!l) throw InternalError("plan step addresses this rank itself");
+        Link* l = links[static_cast<size_t>(s.peer)].get();
+        if (!l) throw_no_link(s.peer, call.memory);
         const bool forward = s.kind == StepKind::recv_reduce_send;
         if (forward && (!l->caps().forwards_reductions || has_finalize(op)))
           throw InternalError("plan forwards a reduction over a link or op that cannot");
@@ -158,6 +163,12 @@ void Engine::run_round(const Plan& plan, size_t round, const Buffers& bufs, Data
     }
   }
   if (!active_.empty()) wait_links();
+}
+
+void Engine::throw_no_link(int peer, MemoryKind kind) const {
+  if (peer == rank_) throw InternalError("plan step addresses this rank itself");
+  throw InvalidUsage(std::string("no transport carries ") + name(kind) + " memory between rank " + std::to_string(rank_) +
+                     " and rank " + std::to_string(peer));
 }
 
 // Progress until every link of the round is idle. Spinning is cheapest while data flows;

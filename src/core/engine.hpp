@@ -61,13 +61,18 @@ class Engine {
   // This rank refused a call's arguments on its own (`what`: its message): every peer is
   // told, so the call fails on every rank; later calls here throw.
   void refuse(Fault fault, Collective coll, const std::string& what);
-  // Every link to a peer forwards reductions (Link::forwards).
-  bool links_forward() const { return links_forward_; }
-  // The transport to `peer` ("shm", "tcp", ...), or "self".
-  const char* link_name(int peer) const { return mesh_.links[static_cast<size_t>(peer)] ? mesh_.links[static_cast<size_t>(peer)]->name() : "self"; }
+  // Every peer has a link for `kind` that forwards reductions (LinkCaps::forwards_reductions).
+  bool links_forward(MemoryKind kind) const { return links_forward_[static_cast<size_t>(kind)]; }
+  // The transport to `peer` for `kind` ("shm", "tcp", ...), "self", or "none".
+  const char* link_name(int peer, MemoryKind kind = MemoryKind::host) const {
+    const auto& l = mesh_.of(kind)[static_cast<size_t>(peer)];
+    return l ? l->name() : peer == rank_ ? "self" : "none";
+  }
 
  private:
-  void run_round(const Plan& plan, size_t round, const Buffers& bufs, DataType type, ReduceOp op);
+  void run_round(const Plan& plan, size_t round, const Call& call, const Links& links, const Buffers& bufs);
+  // A plan step addresses a peer to which no link carries the call's memory kind.
+  [[noreturn]] void throw_no_link(int peer, MemoryKind kind) const;
   void wait_links();
   // Reads every notice waiting: answers probes, records answers and goodbyes; throws on a
   // dead, aborting or refusing peer.
@@ -103,8 +108,8 @@ class Engine {
   std::atomic<bool> revoked_{false};
   int culprit_ = -1;
   bool culprit_stopped_ = false;
-  bool streaming_stores_ = false;  // what the links were last told
-  bool links_forward_ = true;      // set once: the links do not change
+  std::array<bool, kNumMemoryKinds> streaming_stores_{};  // by kind: what its links were last told
+  std::array<bool, kNumMemoryKinds> links_forward_{};     // set once: the links do not change
 };
 
 }  // namespace strata
