@@ -55,7 +55,7 @@ void CommState::refuse(Fault fault, Collective coll, const std::string& what, bo
 }
 
 void CommState::refuse_here(Fault fault, Collective coll, const std::string& what) {
-  if (nranks > 1) engine->refuse(fault, coll, what);
+  if (nranks > 1) engine->control().refuse(fault, coll, what);
   throw_fault(fault, refusal_text(what));
 }
 
@@ -128,13 +128,13 @@ Request CommState::run_group(std::vector<P2POp> ops, bool blocking, Fault own, s
 
 void CommState::shutdown(bool goodbye) {
   queue.stop();
-  if (engine && goodbye) engine->say_goodbye();
+  if (engine && goodbye) engine->control().say_goodbye();
   engine.reset();
 }
 
 void CommState::abort_now() {
   life.store(aborted);
-  if (engine) engine->abort();  // an operation running now fails promptly
+  if (engine) engine->control().abort();  // an operation running now fails promptly
   queue.abort(std::make_exception_ptr(InvalidUsage("the communicator was aborted before this operation ran")));
   engine.reset();
 }
