@@ -4,7 +4,6 @@
 #include <sched.h>
 
 #include <chrono>
-#include <cstring>
 #include <thread>
 
 #include "strata/error.hpp"
@@ -55,59 +54,79 @@ void Engine::execute(const Plan& plan, const Call& call, void* scratch, std::uni
     if (!slot) slot = std::make_unique<EngineSlot>();
     stores = &static_cast<EngineSlot&>(*slot).stores;
   }
-  const Buffers bufs{call.send, call.recv, scratch};
+  CallRun run{call, links_of(call.memory), executor(call.memory), {call.send, call.recv, scratch}};
   const bool streaming = stores && stores->streaming();
-  Links& links = links_of(call.memory);
   if (bool& told = streaming_stores_[static_cast<size_t>(call.memory)]; streaming != told) {
-    for (auto& l : links)
+    for (auto& l : links_of(call.memory))
       if (l) l->set_streaming_stores(streaming);
     told = streaming;
   }
   const auto t0 = stores ? Clock::now() : Clock::time_point{};
   try {
-    for (size_t r = 0; r < plan.rounds(); ++r) run_round(plan, r, call, links, bufs);
+    for (size_t r = 0; r < plan.rounds(); ++r) run_round(plan, r, run);
     if (stores) stores->record(streaming, std::chrono::duration<double>(Clock::now() - t0).count());
   } catch (...) {
     control_.fail_call(std::current_exception());
   }
 }
 
-void Engine::run_round(const Plan& plan, size_t round, const Call& call, const Links& links, const Buffers& bufs) {
-  const DataType type = call.type;
-  const ReduceOp op = call.op;
+void Engine::run_round(const Plan& plan, size_t round, CallRun& run) {
+  const DataType type = run.call.type;
+  const ReduceOp op = run.call.op;
   const size_t esz = size_of(type);
-  ReduceFn fn = nullptr;  // looked up by the first step that reduces (broadcasts and gathers have none)
-  auto reducer = [&] { return fn ? fn : (fn = reduce_fn(type, op)); };
+  Reduction how;  // the call's, looked up by the first step that reduces (broadcasts and gathers have none)
+  auto reduction = [&]() -> const Reduction& {
+    if (!how) how = {reduce_fn(type, op), esz, nullptr, false, type, op};
+    return how;
+  };
   active_.clear();
   for (size_t i = plan.round_begin[round]; i < plan.round_end(round); ++i) {
     const Step& s = plan.steps[i];
-    char* src = s.kind != StepKind::recv && s.kind != StepKind::finalize ? at(bufs, s.src, esz) : nullptr;
-    char* dst = s.kind != StepKind::send ? at(bufs, s.dst, esz) : nullptr;
+    char* src = s.kind != StepKind::recv && s.kind != StepKind::finalize ? at(run.bufs, s.src, esz) : nullptr;
+    char* dst = s.kind != StepKind::send ? at(run.bufs, s.dst, esz) : nullptr;
     size_t bytes = s.count * esz;
     switch (s.kind) {
       case StepKind::copy:
-        if (src != dst) std::memmove(dst, src, bytes);
+        if (src == dst) break;
+        run.exec.copy(dst, src, bytes);
+        run.unsettled = true;
         break;
-      case StepKind::reduce: reducer()(dst, dst, src, s.count); break;
-      case StepKind::finalize: finalize(dst, s.count, type, op, nranks_); break;
+      case StepKind::reduce:
+        run.exec.reduce(dst, src, s.count, reduction());
+        run.unsettled = true;
+        break;
+      case StepKind::finalize:
+        run.exec.finalize(dst, s.count, type, op, nranks_);
+        run.unsettled = true;
+        break;
       case StepKind::send:
       case StepKind::recv:
       case StepKind::recv_reduce:
       case StepKind::recv_reduce_send: {
-        Link* l = links[static_cast<size_t>(s.peer)].get();
-        if (!l) throw_no_link(s.peer, call.memory);
+        Link* l = run.links[static_cast<size_t>(s.peer)].get();
+        if (!l) throw_no_link(s.peer, run.call.memory);
         const bool forward = s.kind == StepKind::recv_reduce_send;
         if (forward && (!l->caps().forwards_reductions || has_finalize(op)))
           throw InternalError("plan forwards a reduction over a link or op that cannot");
+        if (run.unsettled) {
+          run.exec.settle();
+          run.unsettled = false;
+        }
         if (s.kind == StepKind::send) l->post_send(src, bytes);
         else if (s.kind == StepKind::recv) l->post_recv(dst, bytes, {});
-        else l->post_recv(dst, bytes, Reduction{reducer(), esz, src, forward});
+        else l->post_recv(dst, bytes, Reduction{reduction().fn, esz, src, forward, type, op});
         active_.push_back(l);
         break;
       }
     }
   }
   if (!active_.empty()) wait_links();
+}
+
+Executor& Engine::executor(MemoryKind kind) {
+  std::unique_ptr<Executor>& e = executors_[static_cast<size_t>(kind)];
+  if (!e) e = make_executor(kind);
+  return *e;
 }
 
 void Engine::throw_no_link(int peer, MemoryKind kind) const {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/control_channel.hpp"
+#include "core/executor.hpp"
 #include "core/mesh.hpp"
 #include "ground/settings.hpp"
 #include "ground/call.hpp"
@@ -48,7 +49,17 @@ class Engine {
   }
 
  private:
-  void run_round(const Plan& plan, size_t round, const Call& call, const Links& links, const Buffers& bufs);
+  // What the rounds of one call share.
+  struct CallRun {
+    const Call& call;
+    const Links& links;  // of the call's memory kind
+    Executor& exec;      // of the call's memory kind
+    Buffers bufs;
+    bool unsettled = false;  // local steps wrote what the executor has not settled yet
+  };
+  void run_round(const Plan& plan, size_t round, CallRun& run);
+  // Made on the first call of its kind.
+  Executor& executor(MemoryKind kind);
   // A plan step addresses a peer to which no link carries the call's memory kind.
   [[noreturn]] void throw_no_link(int peer, MemoryKind kind) const;
   void wait_links();
@@ -58,6 +69,7 @@ class Engine {
   int rank_, nranks_;
   std::array<Links, kNumMemoryKinds> links_;  // by memory kind, then peer (Mesh::links)
   ControlChannel control_;
+  std::array<std::unique_ptr<Executor>, kNumMemoryKinds> executors_;  // by memory kind
   std::vector<Link*> active_;
   unsigned spins_before_yield_;
   std::array<bool, kNumMemoryKinds> streaming_stores_{};  // by kind: what its links were last told
