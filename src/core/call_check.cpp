@@ -160,8 +160,7 @@ void CommState::check_collective(const Call& call) {
     exchange.recv = all.data();
     exchange.count = sizeof(CallCheck);
     exchange.type = DataType::uint8;
-    if (scratch.size() < check_plan->scratch_count) scratch.resize(check_plan->scratch_count);
-    engine->execute(*check_plan, exchange, scratch.data(), check_slot);
+    engine->execute(*check_plan, exchange, scratch.get(MemoryKind::host, check_plan->scratch_count), check_slot);
   }
   auto v = collective_verdict(all);
   if (!v) return;

@@ -73,8 +73,7 @@ void CommState::execute(const Call& call) {
   const bool forward = nranks == 2 && !has_finalize(call.op) && engine->links_forward(call.memory);
   CachedPlan& cached = plans.get(PlanCache::key_of(call, forward), [&] { return build_plan_for(call, forward); });
   const size_t need = cached.plan.scratch_count * size_of(call.type);
-  if (scratch.size() < need) scratch.resize(need);
-  engine->execute(cached.plan, call, scratch.data(), cached.slot);
+  engine->execute(cached.plan, call, scratch.get(call.memory, need), cached.slot);
 }
 
 // The tuner's (or STRATA_ALGO's) plan for this call.

@@ -1,12 +1,15 @@
-// The host executor (src/core/executor.hpp) against serial computations, and the clear
-// error for memory kinds that have no executor yet.
+// The host executor (src/core/executor.hpp) against serial computations, scratch memory
+// (src/core/scratch.hpp), and the clear error for the memory kind neither serves yet.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <numeric>
 #include <vector>
 
+#include <unistd.h>
+
 #include "core/executor.hpp"
+#include "core/scratch.hpp"
 #include "ground/reduce.hpp"
 #include "strata/error.hpp"
 
@@ -42,6 +45,34 @@ TEST(HostExecutor, ReducesAndFinalizesLikeASerialLoop) {
 TEST(HostExecutor, DeviceMemoryIsAClearErrorUntilTheDeviceLayerIsWired) {
   try {
     make_executor(MemoryKind::device);
+    FAIL() << "no error";
+  } catch (const InvalidUsage& e) {
+    EXPECT_NE(std::string(e.what()).find("device layer"), std::string::npos) << e.what();
+  }
+}
+
+// Page-aligned, grown to the largest request and kept for smaller ones; every byte asked
+// for is writable.
+TEST(Scratch, HostBlocksArePageAlignedAndGrowToTheLargestRequest) {
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  Scratch s;
+  EXPECT_EQ(s.get(MemoryKind::host, 0), nullptr);
+  void* a = s.get(MemoryKind::host, 100);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % page, 0u);
+  std::memset(a, 1, 100);
+  EXPECT_EQ(s.get(MemoryKind::host, 50), a);
+  void* b = s.get(MemoryKind::host, 3 * page + 1);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b) % page, 0u);
+  std::memset(b, 2, 3 * page + 1);
+  EXPECT_EQ(s.get(MemoryKind::host, page), b);
+}
+
+TEST(Scratch, DeviceMemoryIsAClearErrorUntilTheDeviceLayerIsWired) {
+  Scratch s;
+  try {
+    s.get(MemoryKind::device, 64);
     FAIL() << "no error";
   } catch (const InvalidUsage& e) {
     EXPECT_NE(std::string(e.what()).find("device layer"), std::string::npos) << e.what();
