@@ -75,6 +75,15 @@ extern const LinkSetupTransport kTcpTransport;      // transports/tcp
 extern const LinkSetupTransport kUcxTransport;      // transports/ucx
 extern const LinkSetupTransport kIbverbsTransport;  // transports/ibverbs
 
+// A transport that needs no library and offers no capability: its setup is a `Setup`,
+// made from the context (shm, tcp).
+template <class Setup>
+inline constexpr LinkSetupTransport kAlwaysThere{
+    nullptr,
+    nullptr,
+    [](const SetupContext& ctx) -> std::unique_ptr<LinkSetup> { return std::make_unique<Setup>(ctx); },
+};
+
 // The stub of a transport built without its library: it never offers RDMA, and forcing or
 // creating it calls `missing`, which throws a SystemError saying what to install.
 template <void (*missing)()>

@@ -67,10 +67,6 @@ class ShmSetup final : public LinkSetup {
 
 }  // namespace
 
-const LinkSetupTransport kShmTransport{
-    nullptr,
-    nullptr,
-    [](const SetupContext& ctx) -> std::unique_ptr<LinkSetup> { return std::make_unique<ShmSetup>(ctx); },
-};
+const LinkSetupTransport kShmTransport = kAlwaysThere<ShmSetup>;
 
 }  // namespace strata

@@ -28,10 +28,6 @@ class TcpSetup final : public LinkSetup {
 
 }  // namespace
 
-const LinkSetupTransport kTcpTransport{
-    nullptr,
-    nullptr,
-    [](const SetupContext& ctx) -> std::unique_ptr<LinkSetup> { return std::make_unique<TcpSetup>(ctx); },
-};
+const LinkSetupTransport kTcpTransport = kAlwaysThere<TcpSetup>;
 
 }  // namespace strata
