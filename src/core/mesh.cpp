@@ -163,8 +163,8 @@ Mesh connect_mesh(int rank, const std::vector<RankInfo>& table, const net::Fd& l
     Links& links = m.of(k);
     links.resize(n);
     std::vector<std::string> how(n);
+    ctx.memory = k;
     for (const TransportRow& row : transport_table()) {
-      ctx.memory = k;
       ctx.peers.clear();
       for (int j = 0; j < n; ++j)
         if (row_of[j] == &row) ctx.peers.push_back(j);
