@@ -74,11 +74,8 @@ void Engine::run_round(const Plan& plan, size_t round, CallRun& run) {
   const DataType type = run.call.type;
   const ReduceOp op = run.call.op;
   const size_t esz = size_of(type);
-  Reduction how;  // the call's, looked up by the first step that reduces (broadcasts and gathers have none)
-  auto reduction = [&]() -> const Reduction& {
-    if (!how) how = {reduce_fn(type, op), esz, nullptr, false, type, op};
-    return how;
-  };
+  ReduceFn fn = nullptr;  // looked up by the first step that reduces (broadcasts and gathers have none)
+  auto reducer = [&] { return fn ? fn : (fn = reduce_fn(type, op)); };
   active_.clear();
   for (size_t i = plan.round_begin[round]; i < plan.round_end(round); ++i) {
     const Step& s = plan.steps[i];
@@ -92,7 +89,7 @@ void Engine::run_round(const Plan& plan, size_t round, CallRun& run) {
         run.unsettled = true;
         break;
       case StepKind::reduce:
-        run.exec.reduce(dst, src, s.count, reduction());
+        run.exec.reduce(dst, src, s.count, Reduction{reducer(), esz, nullptr, false, type, op});
         run.unsettled = true;
         break;
       case StepKind::finalize:
@@ -114,7 +111,7 @@ void Engine::run_round(const Plan& plan, size_t round, CallRun& run) {
         }
         if (s.kind == StepKind::send) l->post_send(src, bytes);
         else if (s.kind == StepKind::recv) l->post_recv(dst, bytes, {});
-        else l->post_recv(dst, bytes, Reduction{reduction().fn, esz, src, forward, type, op});
+        else l->post_recv(dst, bytes, Reduction{reducer(), esz, src, forward, type, op});
         active_.push_back(l);
         break;
       }
@@ -123,10 +120,8 @@ void Engine::run_round(const Plan& plan, size_t round, CallRun& run) {
   if (!active_.empty()) wait_links();
 }
 
-Executor& Engine::executor(MemoryKind kind) {
-  std::unique_ptr<Executor>& e = executors_[static_cast<size_t>(kind)];
-  if (!e) e = make_executor(kind);
-  return *e;
+Executor& Engine::first_executor(MemoryKind kind) {
+  return *(executors_[static_cast<size_t>(kind)] = make_executor(kind));
 }
 
 void Engine::throw_no_link(int peer, MemoryKind kind) const {

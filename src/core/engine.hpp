@@ -59,7 +59,11 @@ class Engine {
   };
   void run_round(const Plan& plan, size_t round, CallRun& run);
   // Made on the first call of its kind.
-  Executor& executor(MemoryKind kind);
+  Executor& executor(MemoryKind kind) {
+    const auto& e = executors_[static_cast<size_t>(kind)];
+    return e ? *e : first_executor(kind);
+  }
+  Executor& first_executor(MemoryKind kind);
   // A plan step addresses a peer to which no link carries the call's memory kind.
   [[noreturn]] void throw_no_link(int peer, MemoryKind kind) const;
   void wait_links();

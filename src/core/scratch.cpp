@@ -12,9 +12,8 @@ namespace strata {
 
 void Scratch::Free::operator()(void* p) const { std::free(p); }
 
-void* Scratch::get(MemoryKind kind, size_t bytes) {
+void* Scratch::grow(MemoryKind kind, size_t bytes) {
   Block& b = blocks_[static_cast<size_t>(kind)];
-  if (bytes <= b.bytes) return b.p.get();
   if (kind != MemoryKind::host)
     throw InvalidUsage(std::string("scratch memory for a call on ") + name(kind) +
                        " memory needs the device layer (ground/device), which this build does not have yet");

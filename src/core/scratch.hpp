@@ -17,9 +17,13 @@ class Scratch {
   // At least `bytes` of `kind` memory (null while nothing was asked for). A larger request
   // replaces the block without keeping what it held. Device memory: InvalidUsage, the
   // device layer is not wired yet.
-  void* get(MemoryKind kind, size_t bytes);
+  void* get(MemoryKind kind, size_t bytes) {
+    Block& b = blocks_[static_cast<size_t>(kind)];
+    return bytes <= b.bytes ? b.p.get() : grow(kind, bytes);
+  }
 
  private:
+  void* grow(MemoryKind kind, size_t bytes);
   struct Free {
     void operator()(void* p) const;
   };
