@@ -9,6 +9,9 @@
 namespace strata {
 
 enum class MemoryKind : uint8_t { host, device };
+inline constexpr int kNumMemoryKinds = 2;
+inline constexpr MemoryKind kAllMemoryKinds[kNumMemoryKinds] = {MemoryKind::host, MemoryKind::device};
+inline const char* name(MemoryKind k) { return k == MemoryKind::host ? "host" : "device"; }
 
 class MemoryKinds {
  public:

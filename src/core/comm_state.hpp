@@ -14,6 +14,7 @@
 #include "core/engine.hpp"
 #include "core/op_queue.hpp"
 #include "core/plan_cache.hpp"
+#include "core/scratch.hpp"
 #include "ground/call.hpp"
 #include "ground/settings.hpp"
 #include "strata/strata.hpp"
@@ -37,7 +38,7 @@ struct CommState {
   std::vector<bootstrap::RankInfo> table;
   Hierarchy hier;
   std::unique_ptr<Engine> engine;
-  std::vector<char> scratch;
+  Scratch scratch;  // what plans address as Buf::scratch, by memory kind
   PlanCache plans;
   OpQueue queue;  // after engine: destroyed (stopped) first
   std::atomic<Life> life{live};
