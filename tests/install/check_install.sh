@@ -44,8 +44,11 @@ if [ -n "$python" ]; then
     echo "FAIL: the torch backend was built but not installed under $prefix"
     exit 1
   fi
-  if ! ldd "$module" | grep -q "$prefix/.*libstrata.so"; then
-    ldd "$module"
+  # ldd's output captured first: under pipefail, grep -q exiting at the first match can
+  # kill ldd with SIGPIPE and fail the pipeline although the library was found.
+  module_libs=$(ldd "$module")
+  if ! grep -q "$prefix/.*libstrata.so" <<<"$module_libs"; then
+    echo "$module_libs"
     echo "FAIL: the installed torch backend does not load the installed libstrata"
     exit 1
   fi
