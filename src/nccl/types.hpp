@@ -1,4 +1,5 @@
-// NCCL's element types and reduction operators onto Strata's, one table each (types.cpp).
+// NCCL's element types and reduction operators onto Strata's, through the table of
+// include/nccl/strata_names.hpp.
 #pragma once
 
 #include <optional>
