@@ -3,7 +3,8 @@
  * NVIDIA's nccl.h (where installed) and linked with Strata's libnccl.so.2.
  *   strata-run -n 3 collectives_check ID_FILE        (or mpirun -np 3 ...)
  * Also: ncclBcast, ncclGather/ncclScatter, a ring of ncclSend/ncclRecv in a group, and a
- * call with count 0. Prints "collectives_check rank R: N checks, F failed"; exit 0 when
+ * call with count 0. Buffers are host memory, or CUDA device memory when built with
+ * HARNESS_CUDA (collectives_check_cuda: tests/nccl/gpu_checks.sh). Prints "collectives_check rank R: N checks, F failed"; exit 0 when
  * none failed. */
 #include <stdint.h>
 #include <stdio.h>
@@ -49,14 +50,25 @@ static double finish(ncclRedOp_t op, double v, ncclDataType_t t, int n) {
 static int reduces(enum coll c) { return c == ALL_REDUCE || c == REDUCE_SCATTER || c == REDUCE; }
 static int rooted(enum coll c) { return c == BROADCAST || c == BCAST || c == REDUCE || c == GATHER || c == SCATTER; }
 
-/* One call, checked: fills this rank's input, runs it, compares every element it writes. */
+/* Where a pointer into one of the host staging buffers lies in its copy the call gets. */
+static void* mirror(const void* p, const char* host, char* copy, size_t bytes) {
+  const char* c = (const char*)p;
+  return c >= host && c < host + bytes ? copy + (c - host) : NULL;
+}
+
+/* One call, checked: fills this rank's input (in host staging buffers, then copied to the
+ * buffers the call gets), runs it, compares every element it wrote. */
 static void run_case(ncclComm_t comm, enum coll c, ncclDataType_t t, ncclRedOp_t op, int root, int in_place) {
   const int n = g_size, me = g_rank;
   const size_t es = harness_size(t), big = (size_t)n * COUNT;
   char* sendbuf = calloc(big, es);
   char* recvbuf = calloc(big, es);
+  char* dsend = harness_alloc(big * es);
+  char* drecv = harness_alloc(big * es);
   const void* send = sendbuf;
   void* recv = recvbuf;
+  void* s;
+  cudaStream_t stream = harness_stream();
   size_t i, bad = (size_t)-1;
   double got = 0, want = 0;
   ncclResult_t r = ncclSuccess;
@@ -83,24 +95,31 @@ static void run_case(ncclComm_t comm, enum coll c, ncclDataType_t t, ncclRedOp_t
       break;
     default: break;
   }
+  harness_upload(dsend, sendbuf, big * es);
+  harness_upload(drecv, recvbuf, big * es);
+  s = mirror(send, sendbuf, dsend, big * es);
+  if (!s) s = mirror(send, recvbuf, drecv, big * es);
+  recv = mirror(recv, recvbuf, drecv, big * es);
   switch (c) {
-    case ALL_REDUCE: r = ncclAllReduce(send, recv, COUNT, t, op, comm, NULL); break;
-    case REDUCE_SCATTER: r = ncclReduceScatter(send, recv, COUNT, t, op, comm, NULL); break;
-    case ALL_GATHER: r = ncclAllGather(send, recv, COUNT, t, comm, NULL); break;
-    case BROADCAST: r = ncclBroadcast(send, recv, COUNT, t, root, comm, NULL); break;
-    case BCAST: r = ncclBcast(recv, COUNT, t, root, comm, NULL); break;
-    case REDUCE: r = ncclReduce(send, recv, COUNT, t, op, root, comm, NULL); break;
-    case ALL_TO_ALL: r = ncclAlltoAll(send, recv, COUNT, t, comm, NULL); break;
-    case GATHER: r = ncclGather(send, recv, COUNT, t, root, comm, NULL); break;
-    case SCATTER: r = ncclScatter(send, recv, COUNT, t, root, comm, NULL); break;
+    case ALL_REDUCE: r = ncclAllReduce(s, recv, COUNT, t, op, comm, stream); break;
+    case REDUCE_SCATTER: r = ncclReduceScatter(s, recv, COUNT, t, op, comm, stream); break;
+    case ALL_GATHER: r = ncclAllGather(s, recv, COUNT, t, comm, stream); break;
+    case BROADCAST: r = ncclBroadcast(s, recv, COUNT, t, root, comm, stream); break;
+    case BCAST: r = ncclBcast(recv, COUNT, t, root, comm, stream); break;
+    case REDUCE: r = ncclReduce(s, recv, COUNT, t, op, root, comm, stream); break;
+    case ALL_TO_ALL: r = ncclAlltoAll(s, recv, COUNT, t, comm, stream); break;
+    case GATHER: r = ncclGather(s, recv, COUNT, t, root, comm, stream); break;
+    case SCATTER: r = ncclScatter(s, recv, COUNT, t, root, comm, stream); break;
     case RING:
       MUST(ncclGroupStart());
-      MUST(ncclSend(send, COUNT, t, (me + 1) % n, comm, NULL));
-      MUST(ncclRecv(recv, COUNT, t, (me + n - 1) % n, comm, NULL));
+      MUST(ncclSend(s, COUNT, t, (me + 1) % n, comm, stream));
+      MUST(ncclRecv(recv, COUNT, t, (me + n - 1) % n, comm, stream));
       r = ncclGroupEnd();
       break;
     default: break;
   }
+  harness_sync();
+  harness_download(recvbuf, drecv, big * es);
   snprintf(what, sizeof what, "%s %s %s root %d %s", coll_names[c], harness_type_name(t),
            reduces(c) ? op_names[op] : "-", rooted(c) ? root : -1, in_place ? "in place" : "out of place");
   CHECK_RESULT(r, ncclSuccess);
@@ -159,6 +178,8 @@ static void run_case(ncclComm_t comm, enum coll c, ncclDataType_t t, ncclRedOp_t
   }
   free(sendbuf);
   free(recvbuf);
+  harness_free(dsend);
+  harness_free(drecv);
 }
 
 int main(int argc, char** argv) {
@@ -187,5 +208,6 @@ int main(int argc, char** argv) {
   CHECK_RESULT(ncclAllReduce(&x, &x, 0, ncclFloat32, ncclSum, comm, NULL), ncclSuccess);
   CHECK(x == 1, "a count-0 all-reduce left its buffer alone");
   MUST(ncclCommDestroy(comm));
+  printf("collectives_check: %s buffers\n", harness_memory());
   return harness_report("collectives_check");
 }

@@ -199,3 +199,43 @@ int harness_equal(double got, double want, ncclDataType_t t, int rounded) {
   }
   return fabs(got - want) <= rel * fabs(want);
 }
+
+/* ---- buffers ---- */
+
+#ifdef HARNESS_CUDA
+#include <cuda_runtime.h>
+
+static void cuda_must(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return;
+  fprintf(stderr, "FATAL rank %d: %s: %s\n", g_rank, what, cudaGetErrorString(e));
+  exit(2);
+}
+void* harness_alloc(size_t bytes) {
+  void* p = NULL;
+  cuda_must(cudaMalloc(&p, bytes ? bytes : 1), "cudaMalloc");
+  cuda_must(cudaMemset(p, 0, bytes), "cudaMemset");
+  return p;
+}
+void harness_free(void* p) { cuda_must(cudaFree(p), "cudaFree"); }
+void harness_upload(void* dst, const void* host, size_t bytes) {
+  cuda_must(cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to the device");
+}
+void harness_download(void* host, const void* src, size_t bytes) {
+  cuda_must(cudaMemcpy(host, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy from the device");
+}
+cudaStream_t harness_stream(void) {
+  static cudaStream_t s = NULL;
+  if (!s) cuda_must(cudaStreamCreate(&s), "cudaStreamCreate");
+  return s;
+}
+void harness_sync(void) { cuda_must(cudaStreamSynchronize(harness_stream()), "cudaStreamSynchronize"); }
+const char* harness_memory(void) { return "cuda"; }
+#else
+void* harness_alloc(size_t bytes) { return calloc(bytes ? bytes : 1, 1); }
+void harness_free(void* p) { free(p); }
+void harness_upload(void* dst, const void* host, size_t bytes) { memcpy(dst, host, bytes); }
+void harness_download(void* host, const void* src, size_t bytes) { memcpy(host, src, bytes); }
+cudaStream_t harness_stream(void) { return NULL; }
+void harness_sync(void) {}
+const char* harness_memory(void) { return "host"; }
+#endif

@@ -52,6 +52,17 @@ const char* harness_type_name(ncclDataType_t type);
 
 double harness_now(void); /* seconds, monotonic */
 
+/* The buffers calls are given: host memory; or, built with HARNESS_CUDA (the target
+ * collectives_check_cuda, which tests/nccl/gpu_checks.sh runs), CUDA device memory on the
+ * current device, filled and read through copies, the calls ordered on harness_stream(). */
+void* harness_alloc(size_t bytes); /* zeroed */
+void harness_free(void* p);
+void harness_upload(void* dst, const void* host, size_t bytes);
+void harness_download(void* host, const void* src, size_t bytes);
+cudaStream_t harness_stream(void);
+void harness_sync(void); /* until the stream's work is done */
+const char* harness_memory(void); /* "host" or "cuda" */
+
 #ifdef __cplusplus
 }
 #endif
