@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Runs one NCCL test program on N ranks under a launcher and checks its verdict.
 
-    run_job.py strata-run|mpirun -n N --strata-run PATH [--timeout S] -- PROGRAM [ARGS...]
+    run_job.py strata-run|mpirun -n N --strata-run PATH [--timeout S] [--expect REGEX]...
+               -- PROGRAM [ARGS...]
 
 Every "{id}" in ARGS becomes a fresh file path for rank 0's unique id. The job passes when
-it exits 0 within the timeout and each of the N ranks printed "... rank R: K checks, 0
-failed". Exit 77 (ctest's skip) when mpirun is asked for and not installed.
+it exits 0 within the timeout, each of the N ranks printed "... rank R: K checks, 0
+failed", and the output matches every --expect. Exit 77 (ctest's skip) when mpirun is
+asked for and not installed.
 """
 import argparse
 import os
@@ -23,6 +25,7 @@ def main():
     ap.add_argument("-n", type=int, required=True)
     ap.add_argument("--strata-run", required=True)
     ap.add_argument("--timeout", type=float, default=120)
+    ap.add_argument("--expect", action="append", default=[])
     argv = sys.argv[1:]
     if "--" not in argv:
         ap.error("the program to run follows --")
@@ -63,6 +66,10 @@ def main():
     if any(int(f) for _, _, f in verdicts) or any(int(k) == 0 for _, k, _ in verdicts):
         print("FAILED: a rank failed checks, or ran none")
         return 1
+    for pattern in a.expect:
+        if not re.search(pattern, out):
+            print("FAILED: nothing in the output matches %r" % pattern)
+            return 1
     print("passed: %d ranks, %d checks" % (a.n, sum(int(k) for _, k, _ in verdicts)))
     return 0
 
