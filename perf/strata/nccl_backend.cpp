@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -46,16 +47,33 @@ struct NcclBackend::Api {
 
 namespace {
 
+// Strata's type and operator -> NCCL's, resolved by name once (-1: none).
 ncclDataType_t nccl_type(DataType t) {
-  for (const auto& row : strata::nccl_names::kTypes)
-    if (strata::parse_datatype(row.strata_name) == t) return row.nccl;
-  throw std::runtime_error(std::string("no NCCL type for ") + strata::name(t));
+  static const auto table = [] {
+    std::array<int, strata::kNumDataTypes> m;
+    m.fill(-1);
+    for (const auto& row : strata::nccl_names::kTypes)
+      if (auto s = strata::parse_datatype(row.strata_name)) m[static_cast<int>(*s)] = row.nccl;
+    return m;
+  }();
+  const int i = static_cast<int>(t);
+  if (i < 0 || i >= strata::kNumDataTypes || table[i] < 0)
+    throw std::runtime_error(std::string("no NCCL type for ") + strata::name(t));
+  return static_cast<ncclDataType_t>(table[i]);
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
-  for (const auto& row : strata::nccl_names::kOps)
-    if (strata::parse_reduce_op(row.strata_name) == op) return row.nccl;
-  throw std::runtime_error(std::string("no NCCL operator for ") + strata::name(op));
+  static const auto table = [] {
+    std::array<int, strata::kNumReduceOps> m;
+    m.fill(-1);
+    for (const auto& row : strata::nccl_names::kOps)
+      if (auto s = strata::parse_reduce_op(row.strata_name)) m[static_cast<int>(*s)] = row.nccl;
+    return m;
+  }();
+  const int i = static_cast<int>(op);
+  if (i < 0 || i >= strata::kNumReduceOps || table[i] < 0)
+    throw std::runtime_error(std::string("no NCCL operator for ") + strata::name(op));
+  return static_cast<ncclRedOp_t>(table[i]);
 }
 
 }  // namespace

@@ -142,7 +142,7 @@ strata::Request post_one(strata::Comm& c, const StrataOp& o, bool blocking) {
 
 }  // namespace
 
-std::vector<strata::Request> post(strata::Comm& comm, const std::vector<Work>& work, bool blocking) {
+std::vector<strata::Request> post(strata::Comm& comm, std::span<const Work> work, bool blocking) {
   std::vector<strata::Request> pending;
   try {
     bool any_transfers = false;

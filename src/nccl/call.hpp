@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <vector>
 
 #include "comm.hpp"
@@ -59,6 +60,6 @@ Work translate(const NcclCall& call, const CommState& state, const strata::Comm&
 // order, then every transfer as one Strata group (so a rank's sends and receives are all
 // posted at once, and ranks agree on the order whatever the interleaving). Blocking:
 // returns when all is done; otherwise returns the requests to wait for.
-std::vector<strata::Request> post(strata::Comm& comm, const std::vector<Work>& work, bool blocking);
+std::vector<strata::Request> post(strata::Comm& comm, std::span<const Work> work, bool blocking);
 
 }  // namespace strata_nccl

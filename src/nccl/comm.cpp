@@ -80,13 +80,18 @@ void CommState::expect_creation() {
 }
 
 strata::Comm CommState::use() {
-  settle();
-  return made();
+  std::unique_lock lk(m_);
+  settled_.wait(lk, [&] { return !creating_ && splitting_ == 0; });
+  return comm_locked();
 }
 
 strata::Comm CommState::made() {
   std::unique_lock lk(m_);
   settled_.wait(lk, [&] { return !creating_; });
+  return comm_locked();
+}
+
+strata::Comm CommState::comm_locked() const {
   if (aborted_) throw strata::InvalidUsage("the communicator was aborted (ncclCommAbort)");
   if (finalized_) throw strata::InvalidUsage("the communicator was finalized (ncclCommFinalize)");
   if (creation_failure_) std::rethrow_exception(creation_failure_);

@@ -77,6 +77,7 @@ class CommState : public std::enable_shared_from_this<CommState> {
 
  private:
   void finish_creation(strata::Comm made, std::exception_ptr failure);
+  strata::Comm comm_locked() const;  // m_ held, nothing in progress
 
   mutable std::mutex m_;
   std::condition_variable settled_;

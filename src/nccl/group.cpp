@@ -124,9 +124,8 @@ void defer_call(std::shared_ptr<CommState> state, const NcclCall& call) { group.
 void run_now(CommState& state, const NcclCall& call) {
   noting(state, [&] {
     strata::Comm c = state.use();
-    std::vector<Work> work;
-    work.push_back(translate(call, state, c));
-    post(c, work, true);
+    const Work work = translate(call, state, c);
+    post(c, std::span(&work, 1), true);
   });
 }
 
