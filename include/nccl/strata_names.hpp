@@ -4,7 +4,12 @@
 // names in either direction, so a type Strata gains (the fp8 ones) is found with no change.
 #pragma once
 
+#include <array>
+#include <cstddef>
+#include <optional>
+
 #include "nccl/nccl.h"
+#include "strata/types.hpp"
 
 namespace strata::nccl_names {
 
@@ -44,5 +49,23 @@ constexpr bool rows_in_order() {
   return true;
 }
 static_assert(rows_in_order(), "the rows are indexed by NCCL's values");
+
+// Strata's value for each row, found by its name once (`parse`: strata::parse_datatype or
+// parse_reduce_op), indexed by NCCL's value; nullopt where Strata has none.
+template <typename T, typename Row, size_t N, typename Parse>
+std::array<std::optional<T>, N> by_name(const Row (&rows)[N], Parse&& parse) {
+  std::array<std::optional<T>, N> out;
+  for (size_t i = 0; i < N; ++i) out[i] = parse(rows[i].strata_name);
+  return out;
+}
+
+inline const std::array<std::optional<DataType>, ncclNumTypes>& strata_types() {
+  static const auto table = by_name<DataType>(kTypes, [](const char* s) { return parse_datatype(s); });
+  return table;
+}
+inline const std::array<std::optional<ReduceOp>, ncclNumOps>& strata_ops() {
+  static const auto table = by_name<ReduceOp>(kOps, [](const char* s) { return parse_reduce_op(s); });
+  return table;
+}
 
 }  // namespace strata::nccl_names

@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 
-#include <array>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -47,34 +46,15 @@ struct NcclBackend::Api {
 
 namespace {
 
-// Strata's type and operator -> NCCL's, resolved by name once (-1: none).
-ncclDataType_t nccl_type(DataType t) {
-  static const auto table = [] {
-    std::array<int, strata::kNumDataTypes> m;
-    m.fill(-1);
-    for (const auto& row : strata::nccl_names::kTypes)
-      if (auto s = strata::parse_datatype(row.strata_name)) m[static_cast<int>(*s)] = row.nccl;
-    return m;
-  }();
-  const int i = static_cast<int>(t);
-  if (i < 0 || i >= strata::kNumDataTypes || table[i] < 0)
-    throw std::runtime_error(std::string("no NCCL type for ") + strata::name(t));
-  return static_cast<ncclDataType_t>(table[i]);
+// NCCL's value whose row resolves to Strata's `v`.
+template <typename Nccl, typename T, size_t N>
+Nccl nccl_value(const std::array<std::optional<T>, N>& table, T v) {
+  for (size_t i = 0; i < N; ++i)
+    if (table[i] == v) return static_cast<Nccl>(i);
+  throw std::runtime_error(std::string("NCCL has nothing for Strata's ") + strata::name(v));
 }
-
-ncclRedOp_t nccl_op(ReduceOp op) {
-  static const auto table = [] {
-    std::array<int, strata::kNumReduceOps> m;
-    m.fill(-1);
-    for (const auto& row : strata::nccl_names::kOps)
-      if (auto s = strata::parse_reduce_op(row.strata_name)) m[static_cast<int>(*s)] = row.nccl;
-    return m;
-  }();
-  const int i = static_cast<int>(op);
-  if (i < 0 || i >= strata::kNumReduceOps || table[i] < 0)
-    throw std::runtime_error(std::string("no NCCL operator for ") + strata::name(op));
-  return static_cast<ncclRedOp_t>(table[i]);
-}
+ncclDataType_t nccl_type(DataType t) { return nccl_value<ncclDataType_t>(strata::nccl_names::strata_types(), t); }
+ncclRedOp_t nccl_op(ReduceOp op) { return nccl_value<ncclRedOp_t>(strata::nccl_names::strata_ops(), op); }
 
 }  // namespace
 

@@ -49,6 +49,17 @@ ncclResult_t create(ncclComm_t* out, std::shared_ptr<CommState> state, CommState
   return ncclSuccess;
 }
 
+// A query of a live communicator into `*out`.
+template <typename Get>
+ncclResult_t query(const char* fn, ncclComm_t comm, int* out, const char* out_name, Get&& get) {
+  return guarded(fn, [&] {
+    auto state = lookup(comm);
+    need(out, out_name);
+    *out = get(*state);
+    return ncclSuccess;
+  });
+}
+
 ncclResult_t init_rank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t* config) {
   need(comm, "comm");
   *comm = nullptr;
@@ -258,30 +269,15 @@ ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* error) {
 }
 
 ncclResult_t pncclCommCount(const ncclComm_t comm, int* count) {
-  return guarded("ncclCommCount", [&] {
-    auto state = lookup(comm);
-    need(count, "count");
-    *count = state->use().size();
-    return ncclSuccess;
-  });
+  return query("ncclCommCount", comm, count, "count", [](CommState& s) { return s.use().size(); });
 }
 
 ncclResult_t pncclCommUserRank(const ncclComm_t comm, int* rank) {
-  return guarded("ncclCommUserRank", [&] {
-    auto state = lookup(comm);
-    need(rank, "rank");
-    *rank = state->use().rank();
-    return ncclSuccess;
-  });
+  return query("ncclCommUserRank", comm, rank, "rank", [](CommState& s) { return s.use().rank(); });
 }
 
 ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device) {
-  return guarded("ncclCommCuDevice", [&] {
-    auto state = lookup(comm);
-    need(device, "device");
-    *device = state->cuda_device;
-    return ncclSuccess;
-  });
+  return query("ncclCommCuDevice", comm, device, "device", [](CommState& s) { return s.cuda_device; });
 }
 
 ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t type,

@@ -1,6 +1,5 @@
 #include "types.hpp"
 
-#include <array>
 #include <string>
 
 #include "nccl/strata_names.hpp"
@@ -11,24 +10,6 @@ namespace strata_nccl {
 namespace {
 namespace names = strata::nccl_names;
 bool known(ncclDataType_t t) { return static_cast<int>(t) >= 0 && static_cast<int>(t) < ncclNumTypes; }
-
-// The tables resolved by name once, not on every call.
-const std::array<std::optional<strata::DataType>, ncclNumTypes>& strata_types() {
-  static const auto table = [] {
-    std::array<std::optional<strata::DataType>, ncclNumTypes> t;
-    for (int i = 0; i < ncclNumTypes; ++i) t[i] = strata::parse_datatype(names::kTypes[i].strata_name);
-    return t;
-  }();
-  return table;
-}
-const std::array<std::optional<strata::ReduceOp>, ncclNumOps>& strata_ops() {
-  static const auto table = [] {
-    std::array<std::optional<strata::ReduceOp>, ncclNumOps> t;
-    for (int i = 0; i < ncclNumOps; ++i) t[i] = strata::parse_reduce_op(names::kOps[i].strata_name);
-    return t;
-  }();
-  return table;
-}
 }  // namespace
 
 const char* name(ncclDataType_t type) {
@@ -39,7 +20,7 @@ strata::DataType data_type(ncclDataType_t type) {
   if (!known(type))
     throw strata::InvalidArgument("datatype " + std::to_string(static_cast<int>(type)) +
                                   " is not an ncclDataType_t (0 .. " + std::to_string(ncclNumTypes - 1) + ")");
-  if (auto t = strata_types()[type]) return *t;
+  if (auto t = names::strata_types()[type]) return *t;
   const names::TypeRow& row = names::kTypes[type];
   throw strata::InvalidArgument(std::string(row.nccl_name) + " is not supported by this build of Strata (it has no " +
                                 row.strata_name + " type yet)");
@@ -47,7 +28,7 @@ strata::DataType data_type(ncclDataType_t type) {
 
 std::optional<strata::ReduceOp> builtin_op(ncclRedOp_t op) {
   if (static_cast<int>(op) < 0 || static_cast<int>(op) >= ncclNumOps) return std::nullopt;
-  return strata_ops()[op];
+  return names::strata_ops()[op];
 }
 
 }  // namespace strata_nccl
