@@ -182,9 +182,10 @@ void CommState::destroy() {
     finalized_ = true;
   }
   if (c.valid()) c.destroy();
-  std::lock_guard lk(m_);
+}
+
+CommState::~CommState() {
   for (auto& r : registrations_) delete static_cast<char*>(r.first);
-  registrations_.clear();
 }
 
 void CommState::abort() {

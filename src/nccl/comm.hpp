@@ -34,6 +34,7 @@ class CommState : public std::enable_shared_from_this<CommState> {
   using Maker = std::function<strata::Comm()>;
 
   CommState(bool blocking, int cuda_device) : blocking(blocking), cuda_device(cuda_device) {}
+  ~CommState();  // releases registrations never deregistered
   const bool blocking;  // ncclConfig_t::blocking: false makes creation and split return ncclInProgress
   const int cuda_device;
 
