@@ -24,7 +24,9 @@ struct NcclBackend::Api {
 #undef STRATA_PERF_NCCL_POINTER
 
   Api() {
-    lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    // dlmopen into the base namespace is dlopen, except that sanitizers do not intercept it:
+    // their dlopen looks the name up as if called from their runtime, without our run path.
+    lib = dlmopen(LM_ID_BASE, "libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
     if (!lib) throw std::runtime_error(std::string("cannot load libnccl.so.2: ") + dlerror());
 #define STRATA_PERF_NCCL_RESOLVE(name)                                                      \
   name = reinterpret_cast<decltype(name)>(dlsym(lib, #name));                              \
