@@ -1,4 +1,4 @@
-# `cmake --install build --prefix P`: libstrata, the public headers, the tools, a CMake
+# `cmake --install build --prefix P`: libstrata, libnccl.so.2, the public headers, the tools, a CMake
 # package (find_package(strata) -> strata::strata) and strata.pc. The tools find libstrata
 # relative to themselves, so an installed tree can be moved.
 include(GNUInstallDirs)
@@ -13,6 +13,14 @@ foreach(tool ${STRATA_TOOLS})
     install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   endif()
 endforeach()
+
+# libnccl.so.2 in a directory of its own (putting it on LD_LIBRARY_PATH shadows nothing
+# else), finding libstrata one level up; its header under include/nccl. strata-perf's
+# --api nccl finds it there unless LD_LIBRARY_PATH says otherwise.
+set_target_properties(strata_nccl PROPERTIES INSTALL_RPATH "$ORIGIN/..")
+install(TARGETS strata_nccl LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/strata-nccl)
+install(DIRECTORY include/nccl DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+set_property(TARGET strata-perf APPEND PROPERTY INSTALL_RPATH "$ORIGIN/${_strata_bin_to_lib}/strata-nccl")
 
 install(TARGETS strata EXPORT strataTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -45,6 +45,13 @@ struct LaunchInfo {
 // InvalidArgument when a launcher's variables are partial or malformed.
 LaunchInfo launch_info();
 
+// dst[i] = src[i] * factor[0] for `count` elements of `type` in host memory, with the
+// arithmetic of the prod reduction (integers wrap; fp16 and bf16 multiply in fp32 and round
+// once to nearest even). dst may be src; otherwise they do not overlap. What NCCL's
+// pre-multiplied sum (ncclRedOpCreatePreMulSum) does to each rank's input before summing.
+// InvalidArgument for an unknown type, or a null pointer where count > 0.
+void scale(void* dst, const void* src, size_t count, DataType type, const void* factor);
+
 // split's color for a rank that takes part in no new communicator (C: STRATA_SPLIT_NOCOLOR).
 inline constexpr int kSplitNoColor = -1;
 

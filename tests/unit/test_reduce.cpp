@@ -10,6 +10,8 @@
 
 #include "ground/half.hpp"
 #include "ground/reduce.hpp"
+#include "strata/error.hpp"
+#include "strata/strata.hpp"
 
 namespace strata {
 namespace generic {
@@ -120,6 +122,67 @@ TEST(Reduce, Avx2KernelsMatchTheReference) {
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) GTEST_SKIP() << "this CPU has no AVX2/F16C";
   check_table(avx2::reduce_fn);
+}
+
+
+// strata::scale: each element times the factor, as the reference's product (in place and
+// not), over lengths that cross its internal blocks of factors.
+template <typename T>
+void check_scale(DataType t, std::mt19937& rng) {
+  constexpr size_t n = 9001;  // > two 4 KiB blocks of one-byte elements
+  std::vector<T> x(n), out(n), want(n);
+  T factor;
+  const bool sixteen = t == DataType::float16 || t == DataType::bfloat16;
+  auto to_f = [&](uint16_t v) { return t == DataType::float16 ? half_to_float(v) : bf16_to_float(v); };
+  auto from_f = [&](float f) { return t == DataType::float16 ? ref_half(f) : ref_bf16(f); };
+  auto draw = [&]() -> T {
+    if constexpr (std::is_integral_v<T>) {
+      if (sixteen) return from_f(std::uniform_real_distribution<float>(-60, 60)(rng));
+      return static_cast<T>(rng());
+    } else {
+      return static_cast<T>(std::uniform_real_distribution<double>(-100, 100)(rng));
+    }
+  };
+  for (T& v : x) v = draw();
+  factor = draw();
+  for (size_t i = 0; i < n; ++i) {
+    if constexpr (std::is_integral_v<T>)
+      want[i] = sixteen ? from_f(to_f(x[i]) * to_f(factor)) : ref_op(x[i], factor, ReduceOp::prod);
+    else
+      want[i] = x[i] * factor;
+  }
+  scale(out.data(), x.data(), n, t, &factor);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(std::memcmp(&out[i], &want[i], sizeof(T)), 0) << name(t) << " i=" << i;
+  scale(x.data(), x.data(), n, t, &factor);
+  ASSERT_EQ(std::memcmp(x.data(), want.data(), n * sizeof(T)), 0) << name(t) << " in place";
+}
+
+TEST(Scale, EveryTypeMatchesTheReferenceProduct) {
+  std::mt19937 rng(5);
+  for (int ti = 0; ti < kNumDataTypes; ++ti) {
+    const auto t = static_cast<DataType>(ti);
+    switch (t) {
+      case DataType::int8: check_scale<int8_t>(t, rng); break;
+      case DataType::uint8: check_scale<uint8_t>(t, rng); break;
+      case DataType::int32: check_scale<int32_t>(t, rng); break;
+      case DataType::uint32: check_scale<uint32_t>(t, rng); break;
+      case DataType::int64: check_scale<int64_t>(t, rng); break;
+      case DataType::uint64: check_scale<uint64_t>(t, rng); break;
+      case DataType::float32: check_scale<float>(t, rng); break;
+      case DataType::float64: check_scale<double>(t, rng); break;
+      case DataType::float16:
+      case DataType::bfloat16: check_scale<uint16_t>(t, rng); break;
+    }
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST(Scale, RefusesBadArguments) {
+  float x = 1, f = 2;
+  EXPECT_THROW(scale(&x, &x, 1, static_cast<DataType>(42), &f), InvalidArgument);
+  EXPECT_THROW(scale(nullptr, &x, 1, DataType::float32, &f), InvalidArgument);
+  EXPECT_THROW(scale(&x, &x, 1, DataType::float32, nullptr), InvalidArgument);
+  EXPECT_NO_THROW(scale(nullptr, nullptr, 0, DataType::float32, nullptr));  // nothing to do
 }
 
 }  // namespace
