@@ -1,4 +1,4 @@
-// Where a buffer lives: host memory today; the device path adds device memory. Calls
+// Where a buffer lives (MemoryKind, public: strata/device.hpp) and sets of kinds. Calls
 // carry one kind (ground/call.hpp); links say which kinds they can read and write
 // (transports/transport.hpp's LinkCaps).
 #pragma once
@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <initializer_list>
 
-namespace strata {
+#include "strata/device.hpp"
 
-enum class MemoryKind : uint8_t { host, device };
+namespace strata {
 
 class MemoryKinds {
  public:
