@@ -41,7 +41,9 @@ typedef STRATA_C_ENUM {
   strataFloat16 = 6,
   strataBfloat16 = 7,
   strataFloat32 = 8,
-  strataFloat64 = 9
+  strataFloat64 = 9,
+  strataFloat8e4m3 = 10, /* OCP fp8 e4m3 (largest 448, no infinity) */
+  strataFloat8e5m2 = 11  /* OCP fp8 e5m2 (largest 57344) */
 } strataDataType_t;
 
 typedef STRATA_C_ENUM { strataSum = 0, strataProd = 1, strataMax = 2, strataMin = 3, strataAvg = 4 } strataRedOp_t;
