@@ -103,6 +103,13 @@ strataResult_t strataRecv(void* buff, size_t count, strataDataType_t datatype, i
 strataResult_t strataGroupStart(strataComm_t comm);
 strataResult_t strataGroupEnd(strataComm_t comm, strataRequest_t* request);
 
+/* Device memory from the device backend (STRATA_DEVICE; C++: strata::alloc, strata/device.hpp),
+ * as ncclMemAlloc/ncclMemFree. 0 bytes gives *ptr = NULL. strataInvalidUsage when no
+ * device backend is available; strataInvalidArgument when strataMemFree is given a pointer
+ * strataMemAlloc did not return (NULL: nothing to free). */
+strataResult_t strataMemAlloc(void** ptr, size_t size);
+strataResult_t strataMemFree(void* ptr);
+
 /* Both release the request once it has completed (successfully or not). strataTest
  * returns strataInProgress while the operation runs. */
 strataResult_t strataWait(strataRequest_t request);
