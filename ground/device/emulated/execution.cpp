@@ -141,12 +141,14 @@ void EmulatedExecution::copy(void* dst, const void* src, size_t bytes, device::S
   Stream& st = stream(s, "copy");
   auto d = memory_.access(dst, bytes, "copy (destination)");
   auto r = memory_.access(src, bytes, "copy (source)");
+  if (bytes == 0) return;  // nothing to order (and memmove takes no null pointers)
   st.enqueue([d, r, bytes] { std::memmove(d.bytes, r.bytes, bytes); });
 }
 
 void EmulatedExecution::memset(void* dst, int value, size_t bytes, device::Stream s) {
   Stream& st = stream(s, "memset");
   auto d = memory_.access(dst, bytes, "memset");
+  if (bytes == 0) return;
   st.enqueue([d, value, bytes] { std::memset(d.bytes, value, bytes); });
 }
 
