@@ -173,11 +173,19 @@ int stale_reads(Execution& ex, strata::device::Memory& mem, bool wait, int trial
   return stale;
 }
 
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kThreadSanitizer = true;  // it would report the planted race, as it should
+#else
+constexpr bool kThreadSanitizer = false;
+#endif
+
 TEST(Streams, DelayModeCatchesAMissingWait) {
   if (!on_emulated()) GTEST_SKIP() << "the delay mode is the emulated backend's";
   auto delayed = strata::device::emulated::make_backend(2000);
-  EXPECT_GT(stale_reads(delayed->execution(), delayed->memory(), false, 30), 0)
-      << "a reader that does not wait for the writer was never caught";
+  if (!kThreadSanitizer) {
+    EXPECT_GT(stale_reads(delayed->execution(), delayed->memory(), false, 30), 0)
+        << "a reader that does not wait for the writer was never caught";
+  }
   EXPECT_EQ(stale_reads(delayed->execution(), delayed->memory(), true, 30), 0) << "a reader that waits read stale bytes";
 }
 
