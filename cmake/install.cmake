@@ -1,6 +1,7 @@
-# `cmake --install build --prefix P`: libstrata, libnccl.so.2, the public headers, the tools, a CMake
-# package (find_package(strata) -> strata::strata) and strata.pc. The tools find libstrata
-# relative to themselves, so an installed tree can be moved.
+# `cmake --install build --prefix P`: libstrata (and libstrata-cuda where built),
+# libnccl.so.2, the public headers, the tools, a CMake package (find_package(strata) ->
+# strata::strata) and strata.pc. The tools find libstrata relative to themselves, so an
+# installed tree can be moved.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -25,6 +26,11 @@ set_property(TARGET strata-perf APPEND PROPERTY INSTALL_RPATH "$ORIGIN/${_strata
 install(TARGETS strata EXPORT strataTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The CUDA backend goes beside libstrata, where libstrata looks for it (dladdr).
+if(TARGET strata-cuda)
+  set_target_properties(strata-cuda PROPERTIES INSTALL_RPATH "$ORIGIN")
+  install(TARGETS strata-cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 install(FILES include/strata.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY include/strata DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp")
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "strata.h"
+#include "strata/device.hpp"
 #include "strata/outer_sync.hpp"
 #include "strata/strata.hpp"
 
@@ -292,6 +293,22 @@ strataResult_t strataGroupStart(strataComm_t comm) {
 
 strataResult_t strataGroupEnd(strataComm_t comm, strataRequest_t* req) {
   return issue(req, [&] { live(comm).group_end(); }, [&] { return live(comm).group_end_async(); });
+}
+
+strataResult_t strataMemAlloc(void** ptr, size_t size) {
+  return guarded([&] {
+    if (!ptr) throw strata::InvalidArgument("strataMemAlloc: ptr is NULL");
+    *ptr = nullptr;
+    *ptr = strata::alloc(size, strata::MemoryKind::device);
+    return strataSuccess;
+  });
+}
+
+strataResult_t strataMemFree(void* ptr) {
+  return guarded([&] {
+    strata::device::free(ptr);
+    return strataSuccess;
+  });
 }
 
 strataResult_t strataWait(strataRequest_t request) {
