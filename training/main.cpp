@@ -18,6 +18,8 @@
 
 #include "checkpoint.hpp"
 #include "data.hpp"
+#include "device/choose.hpp"
+#include "device/mfu.hpp"
 #include "diloco.hpp"
 #include "errors.hpp"
 #include "group.hpp"
@@ -80,6 +82,8 @@ int run(int argc, char** argv) {
   // file is written.
   st::validate_options(o, world, launched);
   st::TextData data = st::TextData::load(o.data, o.model.ctx);
+  const st::Kernels& kernels = st::kernels_for(o.device, o.precision == "bf16");
+  const st::DeviceReport device(o);
   std::optional<st::CheckpointReader> ckpt;
   std::unique_ptr<st::CheckpointReader> outer_ckpt;
   if (!o.resume.empty()) {
@@ -106,7 +110,7 @@ int run(int argc, char** argv) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency() / world);
   st::set_blas_threads(threads);
 
-  st::Trainer trainer(o, groups, data, st::cpu_kernels());
+  st::Trainer trainer(o, groups, data, kernels);
   std::unique_ptr<st::Diloco> diloco;
   if (st::diloco_on(o)) diloco = std::make_unique<st::Diloco>(o, job, trainer);
   if (ckpt) {
@@ -178,6 +182,7 @@ int run(int argc, char** argv) {
     std::printf("steps %d | lr %g, warmup %d, cosine to %g | wd %g | clip %g | seed %llu\n",
                 o.steps, o.lr, o.warmup, o.lr * 0.1, o.wd, o.clip,
                 static_cast<unsigned long long>(o.seed));
+    std::fputs(device.banner().c_str(), stdout);
     std::fputs(trainer.memory_report().c_str(), stdout);
     if (diloco) std::fputs(diloco->describe().c_str(), stdout);
   }
@@ -242,7 +247,7 @@ int run(int argc, char** argv) {
         std::printf(" (compute %.1f, comm %.1f, idle %.1f)",
                     (r.time_s - r.comm_wait_s - r.idle_s) * 1e3, r.comm_wait_s * 1e3, r.idle_s * 1e3);
       if (diloco) std::printf(" | %s", diloco->progress().c_str());
-      std::printf(" | ETA %s\n", duration_text(avg * (stop - s)).c_str());
+      std::printf("%s | ETA %s\n", device.step(tokens / dt).c_str(), duration_text(avg * (stop - s)).c_str());
     }
   }
   if (diloco && trainer.step() == o.steps) diloco->finish(trainer);  // the replicas adopt the global model

@@ -42,6 +42,9 @@ struct Options {
   strata::OuterSyncConfig outer;
   std::string diloco_flag;  // the first DiLoCo flag given, for "needs --diloco-h"
   std::string on_failure = "stop";  // or "shrink": go on without a rank that failed (pure dp)
+  // Where the model computes (training/device/choose.hpp): host, emulated or cuda; empty
+  // until validate_options puts the default there. precision: fp32 or bf16 (cuda).
+  std::string device, precision = "fp32";
   bool help = false;
 };
 

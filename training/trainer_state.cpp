@@ -22,14 +22,17 @@ std::vector<Segment> of_tensor(const std::vector<Segment>& segs, const TensorInf
 
 }  // namespace
 
+std::vector<float> Trainer::host_copy(Section s) {
+  return (s == Section::params ? params_ : s == Section::adam_m ? opt_.m() : opt_.v()).to_host();
+}
+
 void Trainer::gather_whole(Section s, const std::function<void(int, const float*)>& emit) {
   Group& world = groups_.world();
   const RankGrid& grid = groups_.grid();
   const bool root = world.rank() == 0;
   const int T = o_.tp, P = o_.pp, D = groups_.size(kDp);  // fewer than --dp after a shrink
-  const float* src = s == Section::params ? params_.data()
-                     : s == Section::adam_m ? opt_.m().data()
-                                            : opt_.v().data();
+  const std::vector<float> staged = host_copy(s);
+  const float* src = staged.data();
   // What a data-parallel rank sends of its tensors: the parameters and unsharded moments
   // from rank 0, sharded moments from every rank (its slices). The state offset indexes
   // `src` in every case (for parameters it is the flat offset).
@@ -152,13 +155,13 @@ void Trainer::load(const CheckpointReader& r) {
       for (const ShardRun& run : shard_runs(t, part.tp, part.tp_rank))
         r.read(s, canonical_offset_[id] + run.whole, run.len, piece.data() + run.local);
       if (s == Section::params) {
-        std::memcpy(params_.data() + t.offset, piece.data(), t.size * sizeof(float));
+        k_.upload(params_.data() + t.offset, piece.data(), t.size * sizeof(float));
         continue;
       }
       // The moments this rank's optimizer keeps (all, or its ZeRO slices).
       float* state = (s == Section::adam_m ? opt_.m() : opt_.v()).data();
       for (const Segment& g : of_tensor(sync_.segments(), t))
-        std::memcpy(state + g.state, piece.data() + (g.param - t.offset), g.len * sizeof(float));
+        k_.upload(state + g.state, piece.data() + (g.param - t.offset), g.len * sizeof(float));
     }
   }
   step_ = static_cast<int>(h.step);

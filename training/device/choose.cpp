@@ -38,7 +38,7 @@ std::string cuda_kernels_path() {
   return (slash == std::string::npos ? std::string() : self.substr(0, slash + 1)) + kCudaKernelsLibrary;
 }
 
-Kernels* load_cuda_kernels(strata::device::Backend& backend) {
+Kernels* load_cuda_kernels(strata::device::Backend& backend, bool bf16) {
   const std::string path = cuda_kernels_path();
   void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);  // kept until exit, as the kernels
   if (!lib)
@@ -47,7 +47,7 @@ Kernels* load_cuda_kernels(strata::device::Backend& backend) {
   auto factory = reinterpret_cast<CudaKernelsFactory>(dlsym(lib, kCudaKernelsFactory));
   if (!factory) throw TrainError("--device cuda: " + path + " has no " + kCudaKernelsFactory);
   try {
-    return factory(&backend);
+    return factory(&backend, bf16);
   } catch (const strata::Error& e) {
     throw TrainError(std::string("--device cuda: ") + e.what());
   }
@@ -55,7 +55,7 @@ Kernels* load_cuda_kernels(strata::device::Backend& backend) {
 
 }  // namespace
 
-const Kernels& kernels_for(const std::string& device) {
+const Kernels& kernels_for(const std::string& device, bool bf16) {
   if (device == "host") return cpu_kernels();
   if (device != "emulated" && device != "cuda")
     throw TrainError("--device needs host, emulated or cuda, got '" + device + "'");
@@ -63,11 +63,18 @@ const Kernels& kernels_for(const std::string& device) {
   static Kernels* made = nullptr;  // kept until exit: the backend's streams may run until then
   std::lock_guard lk(m);
   strata::device::Backend& backend = backend_named(device);
-  if (!made) made = device == "cuda" ? load_cuda_kernels(backend) : emulated_kernels(backend).release();
+  if (bf16 && device != "cuda") throw TrainError("bf16 products need --device cuda");
+  if (!made) made = device == "cuda" ? load_cuda_kernels(backend, bf16) : emulated_kernels(backend).release();
   return *made;
 }
 
 std::string default_device() {
+  // Without a driver there is no GPU: say so without fixing the process's backend (which
+  // a later --device emulated in the same process could then not have).
+  const char* env = std::getenv("STRATA_DEVICE");
+  const std::string chosen = env ? env : "";
+  if (chosen == "emulated" || chosen == "none") return "host";
+  if (chosen != "cuda" && !dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) return "host";
   try {
     strata::device::Backend* b = strata::device::backend();
     return b && std::string(b->name()) == "cuda" ? "cuda" : "host";

@@ -13,9 +13,11 @@ namespace strata::train {
 // process's device backend (STRATA_DEVICE), which this sets to `device` when the
 // environment names none; TrainError when it names another backend, or when the backend
 // cannot be used (no GPU, no libstrata-train-cuda.so, ...), naming why.
-const Kernels& kernels_for(const std::string& device);
+// bf16: the products on bf16 tensor cores (cuda only).
+const Kernels& kernels_for(const std::string& device, bool bf16 = false);
 // What --device is when not given: cuda where the process's backend is CUDA (a GPU and
-// its driver, as STRATA_DEVICE=auto finds them), else host.
+// its driver, as STRATA_DEVICE=auto finds them), else host (also with STRATA_DEVICE=
+// emulated: the emulated device is asked for by name).
 std::string default_device();
 
 // The device backends' kernels (emulated_kernels.cpp; training/cuda, loaded at run time
@@ -23,6 +25,6 @@ std::string default_device();
 std::unique_ptr<Kernels> emulated_kernels(strata::device::Backend& backend);
 inline constexpr const char* kCudaKernelsLibrary = "libstrata-train-cuda.so";
 inline constexpr const char* kCudaKernelsFactory = "strata_train_cuda_kernels";
-using CudaKernelsFactory = Kernels* (*)(strata::device::Backend* backend);
+using CudaKernelsFactory = Kernels* (*)(strata::device::Backend* backend, bool bf16);
 
 }  // namespace strata::train
