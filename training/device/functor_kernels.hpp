@@ -30,8 +30,10 @@ namespace dk = device_kernels;
 template <typename Launch>
 class FunctorKernels final : public OnDevice {
  public:
-  FunctorKernels(strata::device::Backend& backend, const char* name)
-      : OnDevice(backend, name), launch_(*this), partial_(*this, kMaxPartials + 1), loss_(*this, 1) {}
+  // launch_args: what the Launch takes besides the device (CUDA: bf16 products or not).
+  template <typename... LaunchArgs>
+  FunctorKernels(strata::device::Backend& backend, const char* name, LaunchArgs... launch_args)
+      : OnDevice(backend, name), launch_(*this, launch_args...), partial_(*this, kMaxPartials + 1), loss_(*this, 1) {}
   ~FunctorKernels() override { synchronize(); }
 
   void matmul_forward(float* out, const float* inp, const float* w, const float* b, int N, int C,
