@@ -35,24 +35,45 @@ int index_in(const std::vector<int>& v, int x) {
   return static_cast<int>(std::find(v.begin(), v.end(), x) - v.begin());
 }
 
+// Group ids of the innermost remaining level, numbered in id order: slot[id] is the
+// group's index, or -1 where no member has that id. Counted, not sorted: ids are group
+// numbers below the hierarchy's rank count, and this runs several times per rank when
+// plans are built for every rank (strata-sim builds 16,384).
+std::vector<int> group_slots(const std::vector<int>& ids, int* groups) {
+  const int top = ids.empty() ? -1 : *std::max_element(ids.begin(), ids.end());
+  std::vector<int> slot(static_cast<size_t>(top + 1), -1);
+  for (int id : ids) slot[static_cast<size_t>(id)] = 0;
+  *groups = 0;
+  for (int& s : slot)
+    if (s == 0) s = (*groups)++;
+  return slot;
+}
+
+// Members per local group (in id order).
+std::vector<int> group_sizes(const Group& g) {
+  int groups = 0;
+  std::vector<int> slot = group_slots(g.level_of[0], &groups), size(static_cast<size_t>(groups), 0);
+  for (int id : g.level_of[0]) ++size[static_cast<size_t>(slot[static_cast<size_t>(id)])];
+  return size;
+}
+
 // Local groups of the innermost remaining level: member indices per group, groups by id.
 std::vector<std::vector<int>> local_groups(const Group& g) {
-  std::vector<int> ids = g.level_of[0];
-  std::vector<int> order = ids;
-  std::sort(order.begin(), order.end());
-  order.erase(std::unique(order.begin(), order.end()), order.end());
-  std::vector<std::vector<int>> out(order.size());
-  for (size_t m = 0; m < ids.size(); ++m) out[static_cast<size_t>(index_in(order, ids[m]))].push_back(static_cast<int>(m));
+  int groups = 0;
+  const std::vector<int>& ids = g.level_of[0];
+  const std::vector<int> slot = group_slots(ids, &groups);
+  std::vector<std::vector<int>> out(static_cast<size_t>(groups));
+  for (size_t m = 0; m < ids.size(); ++m) out[static_cast<size_t>(slot[static_cast<size_t>(ids[m])])].push_back(static_cast<int>(m));
   return out;
 }
 
 // Drops levels that do not split this set: one group for everyone, or one rank per group.
 Group simplify(Group g) {
   while (!g.level_of.empty()) {
-    auto groups = local_groups(g);
-    if (groups.size() == 1) {
+    const size_t groups = group_sizes(g).size();
+    if (groups == 1) {
       g.level_of.clear();
-    } else if (groups.size() == g.ranks.size()) {
+    } else if (groups == g.ranks.size()) {
       g.level_of.erase(g.level_of.begin());
     } else {
       break;
@@ -284,10 +305,8 @@ Plan reduce_scatter_two_level(const CollArgs& a, int g) {
 bool even_single_level(const CollArgs& a) {
   Group g = simplify(whole(a));
   if (g.level_of.size() != 1) return false;
-  auto groups = local_groups(g);
-  for (auto& grp : groups)
-    if (grp.size() != groups[0].size()) return false;
-  return true;
+  const std::vector<int> sizes = group_sizes(g);
+  return std::all_of(sizes.begin(), sizes.end(), [&](int size) { return size == sizes[0]; });
 }
 
 // Large all-reduces run as pieces in a software pipeline, so that the network phase of one
