@@ -125,9 +125,10 @@ class Parser {
       else if (k == "efficiency") efficiency = number(line, k, v, 1e-3, 1);
       else if (k == "burst") l.burst_bytes = bytes(line, k, v);
       else if (k == "peak") l.peak_Bps = rate(line, k, v);
+      else if (k == "buffer") l.buffer_bytes = bytes(line, k, v);
       else
         fail(line, "'" + k + "' is not a level setting (size, bandwidth, latency, links, oversubscription, "
-                             "efficiency, burst, peak, forwards)");
+                             "efficiency, burst, peak, buffer, forwards)");
     }
     if (!has_size && index == 0) fail(line, "level '" + l.name + "' needs its size (ranks per group)");
     if (!has_bw) fail(line, "level '" + l.name + "' needs a bandwidth");

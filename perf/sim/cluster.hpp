@@ -32,6 +32,10 @@ struct LevelDesc {
   // tokens left a link runs at `peak`; `burst` bytes of them, refilled at `bandwidth`.
   double burst_bytes = 0;
   double peak_Bps = 0;
+  // Bytes a direction between two ranks of this level holds between the sender and the
+  // wire (socket buffers, a FIFO): a send completes once no more than this much of it
+  // remains to be sent. 0: when its last byte has left.
+  double buffer_bytes = 0;
   bool forwards = false;  // level 0: links forward reductions (shared memory: plans may use recv_reduce_send)
   int line = 0;           // where it was declared, for messages
 };

@@ -25,6 +25,7 @@ class Fabric {
   // The links a message from `src` to `dst` crosses; returns how many (<= FlowNetwork::kMaxPath).
   int route(int src, int dst, uint32_t* path) const;
   double latency(int src, int dst) const { return cluster_.levels[cluster_.common_level(src, dst)].latency_s; }
+  double buffer(int src, int dst) const { return cluster_.levels[cluster_.common_level(src, dst)].buffer_bytes; }
   const Cluster& cluster() const { return cluster_; }
 
  private:

@@ -157,8 +157,8 @@ std::vector<Row> rows(const perf::Options& o, Collective coll, DataType type, Re
     const size_t esz = size_of(type);
     const size_t count = perf::call_count(coll, bytes / esz, n);
     if (count == 0)
-      throw UsageError("size " + std::to_string(bytes) + " B holds no element of " + name(type) +
-                       (perf::call_count(coll, n, n) == 1 ? " per rank" : "") + ": nothing to simulate (raise -b)");
+      throw UsageError("a size of " + std::to_string(bytes) + " B gives a count of 0 (" + name(type) + ", " +
+                       std::to_string(n) + " ranks): nothing to simulate; raise -b");
     out.push_back({perf::row_bytes(coll, count, n, esz), {coll, count, type, op, root, false}});
   }
   return out;

@@ -37,16 +37,18 @@ bool same_memory(const Layout& l, Ref a, Ref b) {
 
 }  // namespace
 
-CollArgs coll_args(const Cluster& c, const Hierarchy& h, const SimCall& call, int rank) {
+CollArgs coll_args(const Cluster& c, const Hierarchy& h, const SimCall& call, int rank, const std::vector<int>* members) {
   const size_t esz = size_of(call.type);
-  const int n = c.nranks();
-  const bool forward = n == 2 && !has_finalize(call.op) && c.levels[c.common_level(0, 1)].forwards;
+  const int n = members ? static_cast<int>(members->size()) : c.nranks();
+  auto real = [&](int i) { return members ? (*members)[static_cast<size_t>(i)] : i; };
+  const bool forward = n == 2 && !has_finalize(call.op) && c.levels[c.common_level(real(0), real(1))].forwards;
   return CollArgs{call.coll, call.count, esz, call.root, rank, n, call.in_place,
                   std::max<size_t>(1, kDefaultChunkBytes / esz), &h, forward};
 }
 
-PlanChoice choose(const Cluster& c, const Hierarchy& h, const SimCall& call, std::optional<Algo> forced) {
-  CollArgs a = coll_args(c, h, call, 0);
+PlanChoice choose(const Cluster& c, const Hierarchy& h, const SimCall& call, std::optional<Algo> forced,
+                  const std::vector<int>* members) {
+  CollArgs a = coll_args(c, h, call, 0, members);
   // The tuner's prediction does not depend on the rank: every rank of a job makes this choice.
   const Choice t = tune(a);
   PlanChoice p{t.algo, false, t.predicted_s, a.chunk_count};

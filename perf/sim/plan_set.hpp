@@ -27,8 +27,11 @@ struct SimCall {
 };
 
 // What the library would pass its plan builders on rank `rank` (chunk: STRATA_CHUNK_BYTES'
-// default; forward: two ranks over a link that forwards, an op without finalize).
-CollArgs coll_args(const Cluster& c, const Hierarchy& h, const SimCall& call, int rank);
+// default; forward: two ranks over a link that forwards, an op without finalize). With
+// `members`, for a communicator of those ranks of the cluster (h: theirs), `rank` its
+// index there.
+CollArgs coll_args(const Cluster& c, const Hierarchy& h, const SimCall& call, int rank,
+                   const std::vector<int>* members = nullptr);
 
 // The algorithm the library runs: `forced` where it implements the collective (else an
 // error), otherwise the tuner's choice, with the tuner's chain chunk.
@@ -38,7 +41,8 @@ struct PlanChoice {
   double predicted_s = 0;  // the tuner's model
   size_t chunk_count = 1;
 };
-PlanChoice choose(const Cluster& c, const Hierarchy& h, const SimCall& call, std::optional<Algo> forced);
+PlanChoice choose(const Cluster& c, const Hierarchy& h, const SimCall& call, std::optional<Algo> forced,
+                  const std::vector<int>* members = nullptr);
 
 struct PlanSet {
   enum Kind : uint8_t { send, recv, forward };  // forward: the send half of recv_reduce_send

@@ -45,12 +45,17 @@ class Replay {
     int32_t gate;       // a forward: the direction whose receive it waits for, else -1
     uint64_t gate_seq;  // ... and that receive's number
   };
+  // One direction between two ranks: a byte stream carrying one message at a time. A
+  // message goes as one flow, or several where a send completes part way through it.
   struct Dir {
-    Fifo<Send> queue;        // posted, waiting for their turn
-    Fifo<uint64_t> flying;   // sent, not arrived yet (bytes)
-    Fifo<uint64_t> arrived;  // arrived before their receive was posted
-    Fifo<uint64_t> waiting;  // receives posted before their message arrived
+    Fifo<Send> queue;          // posted, waiting for their turn
+    Fifo<uint64_t> flying;     // sent, not arrived yet (bytes)
+    Fifo<uint64_t> arrived;    // arrived before their receive was posted
+    Fifo<uint64_t> waiting;    // receives posted before their message arrived
+    Fifo<uint64_t> completes;  // posted sends not complete yet: the stream's bytes sent when they are
     uint64_t started = 0, recvs_posted = 0, recvs_done = 0;
+    uint64_t posted = 0, sent = 0;  // the stream's bytes: posted, and gone onto the wire
+    uint64_t head = 0, head_left = 0, segment = 0;  // the message on the wire: size, left, this flow
     bool busy = false;
   };
   struct Rank {
@@ -141,9 +146,17 @@ bool Replay::post(int r, double now) {
         d.waiting.push(x.bytes);
       }
     } else {
-      // A forward waits for the receive just posted on the reverse direction.
+      // A forward waits for the receive just posted on the reverse direction, and completes
+      // only once sent (its data does not exist before); a send completes once no more
+      // than the direction's buffer of it is left to send.
       const bool fwd = x.kind == PlanSet::forward;
       d.queue.push({x.bytes, fwd ? static_cast<int32_t>(last_recv) : -1, fwd ? dirs_[last_recv].recvs_posted - 1 : 0});
+      d.posted += x.bytes;
+      const PlanSet::Dir& pd = plans_.dirs[x.dir];
+      const uint64_t held = fwd ? 0 : static_cast<uint64_t>(fabric_.buffer(pd.from, pd.to));
+      const uint64_t done_at = d.posted > held ? d.posted - held : 0;
+      if (done_at <= d.sent) --k.pending;
+      else d.completes.push(done_at);
     }
     try_start(x.dir, now);
   }
@@ -165,29 +178,42 @@ void Replay::drain_ready() {
 
 void Replay::try_start(uint32_t di, double now) {
   Dir& d = dirs_[di];
-  if (d.busy || d.queue.empty()) return;
-  const Send& s = d.queue.front();
-  if (s.gate >= 0 && dirs_[static_cast<size_t>(s.gate)].recvs_done <= s.gate_seq) return;
-  if (s.bytes > fabric_.cluster().eager_bytes && d.recvs_posted <= d.started) return;  // waits for its receive
-  const uint64_t bytes = d.queue.pop().bytes;
+  if (d.busy) return;
+  if (d.head_left == 0) {  // the next message, if it may go
+    if (d.queue.empty()) return;
+    const Send& s = d.queue.front();
+    if (s.gate >= 0 && dirs_[static_cast<size_t>(s.gate)].recvs_done <= s.gate_seq) return;
+    if (s.bytes > fabric_.cluster().eager_bytes && d.recvs_posted <= d.started) return;  // waits for its receive
+    d.head = d.head_left = d.queue.pop().bytes;
+    ++d.started;
+    ++messages_;
+  }
+  // Up to where the next posted send completes, or the message's end.
+  d.segment = d.head_left;
+  if (!d.completes.empty()) d.segment = std::min(d.segment, d.completes.front() - d.sent);
   d.busy = true;
-  ++d.started;
-  d.flying.push(bytes);
-  ++messages_;
   const PlanSet::Dir& pd = plans_.dirs[di];
   uint32_t path[FlowNetwork::kMaxPath];
   const int n = fabric_.route(pd.from, pd.to, path);
-  net_.add(path, n, static_cast<double>(bytes), now, di);
+  net_.add(path, n, static_cast<double>(d.segment), now, di);
 }
 
 void Replay::transmitted(uint32_t di, double now) {
   Dir& d = dirs_[di];
   d.busy = false;
+  d.sent += d.segment;
+  d.head_left -= d.segment;
   const PlanSet::Dir& pd = plans_.dirs[di];
-  complete(pd.from, now);  // the send
-  const double latency = fabric_.latency(pd.from, pd.to);
-  if (latency > 0) events_.push({now + latency, di, kArrive});
-  else arrive(di, now);
+  while (!d.completes.empty() && d.completes.front() <= d.sent) {
+    d.completes.pop();
+    complete(pd.from, now);  // a send
+  }
+  if (d.head_left == 0) {
+    d.flying.push(d.head);
+    const double latency = fabric_.latency(pd.from, pd.to);
+    if (latency > 0) events_.push({now + latency, di, kArrive});
+    else arrive(di, now);
+  }
   try_start(di, now);
 }
 

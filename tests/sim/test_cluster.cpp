@@ -102,7 +102,7 @@ TEST(Cluster, ErrorsNameTheLine) {
             "c.cluster:3: size '0' is not a whole number in [1, 16777216]");
   EXPECT_EQ(error_of("level node size 2 bandwith 1GB/s latency 1us\n"),
             "c.cluster:1: 'bandwith' is not a level setting (size, bandwidth, latency, links, oversubscription, "
-            "efficiency, burst, peak, forwards)");
+            "efficiency, burst, peak, buffer, forwards)");
   EXPECT_EQ(error_of("level node size 2 bandwidth fast latency 1us\n"),
             "c.cluster:1: bandwidth 'fast' is not a rate like 50GB/s, 400Gbit/s or 1gbit");
   EXPECT_EQ(error_of("level node size 2 bandwidth 1GB/s\n"), "c.cluster:1: level 'node' needs a latency");

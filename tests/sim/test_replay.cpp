@@ -150,6 +150,20 @@ TEST(Engine, LargeMessagesWaitForTheirReceive) {
   }
 }
 
+// With a buffer, a send completes once no more than the buffer of it is left to send.
+TEST(Engine, ASendCompletesWhenTheRestFitsTheBuffer) {
+  const char* buffered = "level host size 1 bandwidth 1TB/s latency 1us\nlevel net size 2 bandwidth 1GB/s latency 10us buffer 10KB\n";
+  Plan a, b;
+  a.new_round();
+  a.send(1, {Buf::input, 0}, 3000);  // 12 KB: complete after 2 KB
+  b.new_round();
+  b.recv(0, {Buf::output, 0}, 3000);
+  const ReplayResult r = run_plans(buffered, {a, b});
+  EXPECT_NEAR(r.slowest_s, 12e-6 + 10e-6, 1e-12);
+  EXPECT_NEAR(r.time_s, (2e-6 + 22e-6) / 2, 1e-12);
+  EXPECT_EQ(r.messages, 1u);
+}
+
 // recv_reduce_send: the forward leaves once its receive is done, after the sends before it.
 TEST(Engine, AForwardWaitsForItsReceive) {
   const char* one_node = "eager 1KB\nlevel node size 2 bandwidth 1GB/s latency 1us forwards\n";
