@@ -56,17 +56,20 @@ def tbf_burst(rate_bits):
 
 
 def cluster_text(hosts, per_host, rate):
+    """The cluster file of `strata-run -n H*G --hosts H --link-rate RATE` on this machine."""
     bits = RATES[rate]
     ranks = hosts * per_host
     return "\n".join([
-        f"# strata-run -n {ranks} --hosts {hosts} --link-rate {rate} (written by perf/sim_accuracy.py)",
+        f"# The cluster `strata-run -n {ranks} --hosts {hosts} --link-rate {rate}` emulates on this machine",
+        "# (docs/launcher.md), as perf/sim_accuracy.py writes it: hosts are network namespaces, joined",
+        "# by veths shaped by tc's tbf (through a bridge from 3 hosts on).",
         f"name emulated-{hosts}x{per_host}-{rate}",
-        # All ranks share this machine's CPUs: the library sees more ranks than CPUs.
+        "# All ranks share this machine's CPUs: the library sees more ranks than CPUs." if ranks > os.cpu_count() else "",
         "oversubscribed" if ranks > os.cpu_count() else "",
-        # Shared memory: a 4 MiB FIFO per direction (STRATA_SHM_RING_BYTES).
+        "# Shared memory inside a host: a 4 MiB FIFO per direction (STRATA_SHM_RING_BYTES).",
         f"level host size {per_host} bandwidth 3GB/s latency 10us buffer 4MiB forwards",
-        # tcp payload: 1448 of the 1514 bytes per frame tbf counts (docs/launcher.md); the
-        # sockets' buffers let a send complete 4 MB ahead of the wire.
+        "# tcp between hosts: 1448 payload bytes of every 1514 tbf counts; tbf's bucket as strata-run",
+        "# sets it (src/launcher/tc.cpp), emptied at the veth's speed; 4 MB of socket buffers.",
         f"level net size {hosts} bandwidth {rate} latency 35us efficiency {1448 / 1514:.4f} "
         f"burst {tbf_burst(bits)} peak 12gbit buffer 4MB",
         "",
@@ -210,7 +213,7 @@ def main():
     ap.add_argument("--remeasure", action="store_true", help="measure the cases matching --only again")
     ap.add_argument("--only", default="", help="regular expression over 'hosts=H xG RATE COLL ALGO SIZE'")
     ap.add_argument("--repeat", type=int, default=3, help="measurements per case (the fastest counts)")
-    ap.add_argument("--no-doc", action="store_true", help="print the table only")
+    ap.add_argument("--no-doc", action="store_true", help="print the table only (of the cases matching --only)")
     args = ap.parse_args()
 
     kept = json.load(open(DATA)) if os.path.exists(DATA) else {}
@@ -223,7 +226,7 @@ def main():
             json.dump(kept, open(DATA, "w"), indent=1, sort_keys=True)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for c in all_cases():
+        for c in (cases if args.no_doc else all_cases()):
             if key(c) not in kept:
                 continue
             m = kept[key(c)]
