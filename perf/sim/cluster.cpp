@@ -1,5 +1,7 @@
 #include "cluster.hpp"
 
+#include "topology/topology.hpp"
+
 #include <strings.h>
 
 #include <algorithm>
@@ -101,13 +103,14 @@ class Parser {
     return x;
   }
 
-  LevelDesc level(int line, const std::vector<std::string>& w, size_t index) const {
+  LevelDesc level(int line, const std::vector<std::string>& w, size_t index) {
     LevelDesc l;
     l.line = line;
     if (w.size() < 2) fail(line, "a level needs a name: level NAME size N bandwidth RATE latency TIME");
     l.name = w[1];
     double efficiency = 1;
     bool has_size = false, has_bw = false, has_lat = false, has_links = false;
+    std::string hwloc;
     for (size_t i = 2; i < w.size(); ++i) {
       const std::string& k = w[i];
       if (k == "forwards") {
@@ -126,9 +129,15 @@ class Parser {
       else if (k == "burst") l.burst_bytes = bytes(line, k, v);
       else if (k == "peak") l.peak_Bps = rate(line, k, v);
       else if (k == "buffer") l.buffer_bytes = bytes(line, k, v);
+      else if (k == "hwloc" && index == 0) hwloc = v;
       else
         fail(line, "'" + k + "' is not a level setting (size, bandwidth, latency, links, oversubscription, "
-                             "efficiency, burst, peak, buffer, forwards)");
+                             "efficiency, burst, peak, buffer, forwards; hwloc on the innermost level)");
+    }
+    if (!hwloc.empty()) {  // what the machine's file gives, unless the line says otherwise
+      node_from_hwloc(line, hwloc, has_size, has_bw);
+      if (!has_size) l.size = hwloc_size_, has_size = true;
+      if (!has_bw) l.bandwidth_Bps = hwloc_Bps_, has_bw = true;
     }
     if (!has_size && index == 0) fail(line, "level '" + l.name + "' needs its size (ranks per group)");
     if (!has_bw) fail(line, "level '" + l.name + "' needs a bandwidth");
@@ -143,11 +152,40 @@ class Parser {
     l.bandwidth_Bps *= efficiency;
     l.peak_Bps *= efficiency;
     if (!has_size) l.size = 0;  // the outermost level may be sized by `ranks`
+    if (index == 1 && !has_links && hwloc_nics_) l.links = hwloc_nics_;  // a node's RDMA NICs
     return l;
+  }
+
+  // `hwloc FILE` on the innermost level: one node is the machine an hwloc XML describes
+  // (a path relative to the cluster file): a rank per GPU, the slowest GPU-GPU NVLink
+  // bandwidth, and its RDMA NICs as the next level's links.
+  void node_from_hwloc(int line, const std::string& file, bool has_size, bool has_bw) {
+    const size_t slash = source_.find_last_of('/');
+    const std::string path = file[0] == '/' || slash == std::string::npos ? file : source_.substr(0, slash + 1) + file;
+    topo::HostTopology t;
+    try {
+      t = topo::load_topology_file(path);
+    } catch (const std::exception& e) {
+      fail(line, e.what());
+    }
+    const int g = static_cast<int>(t.gpus.size());
+    if (g == 0 && !has_size) fail(line, path + " has no GPU: give the level its size");
+    double slowest = HUGE_VAL;
+    for (int a = 0; a < g; ++a)
+      for (int b = 0; b < g; ++b)
+        if (a != b) slowest = std::min(slowest, static_cast<double>(t.nvlink_bandwidth(a, b)) * 1e6);
+    if (g > 1 && slowest == 0 && !has_bw)
+      fail(line, path + ": some GPUs share no NVLink (PCIe only, not in the file): give the level its bandwidth");
+    hwloc_size_ = g;
+    hwloc_Bps_ = g > 1 ? slowest : 0;
+    hwloc_nics_ = 0;
+    for (const topo::Nic& n : t.nics) hwloc_nics_ += n.rdma();
   }
 
  private:
   std::string source_;
+  int hwloc_size_ = 0, hwloc_nics_ = 0;  // the innermost level's machine, when given
+  double hwloc_Bps_ = 0;
 };
 
 std::vector<std::string> words(const std::string& line) {

@@ -95,6 +95,16 @@ TEST(Cluster, RanksSizeTheOutermostLevel) {
   }
 }
 
+// A node described by an hwloc XML: a rank per GPU, the slowest NVLink pair, the RDMA NICs.
+TEST(Cluster, ANodeFromAnHwlocFile) {
+  const Cluster c = load_cluster(std::string(STRATA_SIM_TESTS) + "/data/dgx2-pod.cluster");
+  EXPECT_EQ(c.levels[0].size, 16);
+  EXPECT_EQ(c.levels[0].bandwidth_Bps, 150e9) << "6 NVSwitch links of 25 GB/s (docs/topology.md)";
+  EXPECT_EQ(c.levels[1].links, 2) << "mlx5_0 and mlx5_1; eth0 is not RDMA";
+  EXPECT_EQ(c.nranks(), 64);
+  EXPECT_NE(error_of("level node hwloc /nonexistent.xml latency 1us\n").find("c.cluster:1: "), std::string::npos);
+}
+
 TEST(Cluster, ErrorsNameTheLine) {
   const std::string node = "level node size 2 bandwidth 1GB/s latency 1us\n";
   EXPECT_EQ(error_of(""), "c.cluster: no levels: a cluster needs at least 'level node size N bandwidth RATE latency TIME'");
@@ -102,7 +112,7 @@ TEST(Cluster, ErrorsNameTheLine) {
             "c.cluster:3: size '0' is not a whole number in [1, 16777216]");
   EXPECT_EQ(error_of("level node size 2 bandwith 1GB/s latency 1us\n"),
             "c.cluster:1: 'bandwith' is not a level setting (size, bandwidth, latency, links, oversubscription, "
-            "efficiency, burst, peak, buffer, forwards)");
+            "efficiency, burst, peak, buffer, forwards; hwloc on the innermost level)");
   EXPECT_EQ(error_of("level node size 2 bandwidth fast latency 1us\n"),
             "c.cluster:1: bandwidth 'fast' is not a rate like 50GB/s, 400Gbit/s or 1gbit");
   EXPECT_EQ(error_of("level node size 2 bandwidth 1GB/s\n"), "c.cluster:1: level 'node' needs a latency");
