@@ -111,7 +111,7 @@ void Replay::advance(int r, double now) {
         if (++parked_ < plans_.nranks()) return;
         for (int q = 0; q < plans_.nranks(); ++q) {  // the last to arrive releases everyone
           ranks_[q].start = now;
-          if (q != r) advance(q, now);
+          if (q != r && plans_.rounds_of(q) > 0) advance(q, now);
         }
       }
     }
@@ -273,6 +273,7 @@ ReplayResult Replay::run() {
     if (plans_.rounds_of(r) == 0) {
       ranks_[static_cast<size_t>(r)].iter = opt_.warmup + opt_.iters;
       ++finished_;
+      if (opt_.warmup) ++parked_;  // at the barrier from the start
       continue;
     }
     advance(r, 0);

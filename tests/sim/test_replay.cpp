@@ -177,6 +177,22 @@ TEST(Engine, AForwardWaitsForItsReceive) {
   EXPECT_NEAR(r.slowest_s, 2 * (4e-6 + 1e-6), 1e-12);
 }
 
+// Ranks with nothing to do (a send between two of four) wait at the barrier from the start.
+TEST(Engine, IdleRanksDoNotHoldTheBarrier) {
+  const char* four = "level host size 1 bandwidth 1TB/s latency 1us\nlevel net size 4 bandwidth 1GB/s latency 10us\n";
+  Plan a, b;
+  a.new_round();
+  a.send(1, {Buf::input, 0}, 1000);
+  b.new_round();
+  b.recv(0, {Buf::output, 0}, 1000);
+  const Model m(parse_cluster(four, "test.cluster"));
+  const SimCall call = all_reduce(1);
+  const std::vector<Plan> plans{a, b, Plan{}, Plan{}};
+  const PlanSet set = compact_plans(m.cluster, call, [&](int r) { return plans[static_cast<size_t>(r)]; });
+  const ReplayResult r = replay(m.fabric, set, {2, 1});  // after the barrier, one call alone
+  EXPECT_NEAR(r.slowest_s, 4e-6 + 10e-6, 1e-12);
+}
+
 TEST(Engine, CallsRunBackToBack) {
   const std::string c = "level node size 8 bandwidth 10GB/s latency 5us\n";
   const SimCall call = all_reduce(size_t(1) << 20);
