@@ -1,20 +1,30 @@
-// DiLoCo in strata-train: islands of ranks train their own replica (data parallel or ZeRO
-// inside the island) and every --diloco-h steps exchange only a pseudo-gradient across
-// islands, through the library's strata::OuterSync (include/strata/outer_sync.hpp).
+// DiLoCo in strata-train: islands of ranks train their own replica (any tp x pp x dp
+// layout with ZeRO inside the island) and every --diloco-h steps exchange only a
+// pseudo-gradient across islands, through the library's strata::OuterSync
+// (include/strata/outer_sync.hpp).
 //
-//   strata-run -n 4 --hosts 2 -- strata-train --dp 4 --diloco-h 100 --islands 2 ...
+//   strata-run -n 8 --hosts 2 -- strata-train --tp 2 --pp 2 --dp 2 --diloco-h 100 --islands 2 ...
 //
-// Islands are K blocks of consecutive ranks, which the library checks against the
-// hierarchy's outermost level (e.g. strata-run's hosts). The global batch is still sliced
-// over all ranks, so each island takes batch/K sequences per step and a run sees the same
-// tokens as synchronous data parallel. Fragments are strided groups of layers: the
-// embeddings, each block, the final LayerNorm.
+// Islands are K blocks of consecutive ranks, each a union of the groups of the job's
+// outermost hierarchy level (e.g. strata-run's hosts). Each (tp, pp) position of the grid
+// holds one shard of the model; the outer sync of a shard runs over the ranks that hold it
+// in every island (its data-parallel ranks in each), so each rank carries 1/(tp·pp·dp/K)
+// of the pseudo-gradient across the slow link. The global batch is still sliced over all
+// data-parallel ranks, so each island takes batch/K sequences per step and a run sees the
+// same tokens as synchronous data parallel. Fragments are strided groups of layers of the
+// whole model: the embeddings, each block, the final LayerNorm (a pipeline stage names
+// the groups it lacks with length 0, so fragment p is the same layers on every stage).
+// The two copies of the tied embedding (first stage, last stage's head) stay equal in
+// every wire format: each is the first tensor of its stage's buffer, so of fragment 0, and
+// its piece (256/tp · dim elements, dim a multiple of tp) is whole blocks of 64 — both are
+// quantised in the same blocks, and the averaging and the outer step are per element.
 //
 // Validation evaluates the global model (the outer snapshot), which every island holds.
 // At the end of a run every replica adopts it. A checkpoint directory holds each island's
 // replica as an ordinary checkpoint, DIR/island-<k>/checkpoint.bin (parameters, Adam
 // moments, data position), and the outer state in DIR/outer.bin (global parameters and
-// outer momentum, canonical order, the same header); resume is bit-exact.
+// outer momentum, canonical order, the same header, gathered by island 0); resume is
+// bit-exact.
 #pragma once
 
 #include <memory>
@@ -35,6 +45,12 @@ inline constexpr const char* kOuterFile = "outer.bin";
 // o.outer.every from --diloco-h.
 void validate_diloco(Options& o, int world, bool launched);
 inline bool diloco_on(const Options& o) { return o.diloco_h > 0; }
+// The island of job rank `rank` (0 without DiLoCo), and the first of the global batch's
+// data-parallel slices it takes (its island takes dp/K of them).
+int island_of(const Options& o, int rank, int world);
+inline int first_slice(const Options& o, int rank, int world) {
+  return diloco_on(o) ? island_of(o, rank, world) * (o.dp / o.outer.islands) : 0;
+}
 
 // The checkpoint directory of this rank's replica: DIR, or DIR/island-<k> with DiLoCo.
 std::string replica_dir(const Options& o, const std::string& dir, int rank, int world);
@@ -43,12 +59,14 @@ std::string resume_dir(const Options& o, int rank, int world);
 
 // The ranks that train one replica: the whole job, or with DiLoCo this rank's island
 // (collective over `world`), whose ranks are consecutive ranks of the job, in order.
+// Throws TrainError when the islands split a group of the job's outermost hierarchy level.
 Group make_group(const Options& o, strata::Comm world);
 
 class Diloco {
  public:
-  // Collective over `world`, while every replica still holds the initial parameters.
-  Diloco(const Options& o, strata::Comm world, Trainer& trainer);
+  // Collective over `job`, while every replica still holds the initial parameters; `groups`:
+  // this rank's groups inside its island, whose (tp, pp) coordinates name its shard.
+  Diloco(const Options& o, strata::Comm job, Trainer& trainer, ParallelGroups& groups);
 
   void after_step() { outer_.step(); }
   double evaluate(Trainer& trainer);  // validation loss of the global model
@@ -62,11 +80,13 @@ class Diloco {
 
   std::string describe() const;  // for the start-up lines
   std::string progress() const;  // for the progress line
-  std::string summary() const;   // for the last lines
+  std::string summary();         // for the last lines; collective over the job (the bytes of all ranks)
 
  private:
   const Options& o_;
-  strata::Comm world_;
+  strata::Comm job_;
+  int island_;
+  strata::Comm shard_;  // the ranks that hold this rank's shard, island after island
   strata::OuterSync outer_;
 };
 

@@ -100,7 +100,7 @@ int run(int argc, char** argv) {
   shape.size[st::kDp] = o.dp / islands;
   if (!o.layout.empty()) shape.order = st::parse_grid_order(o.layout);
   st::ParallelGroups groups(replica, shape, *st::parse_schedule(o.schedule) == st::Schedule::interleaved,
-                            rank - replica.rank(), o.dp);
+                            st::first_slice(o, rank, world), o.dp);
   bool root = rank == 0;  // the rank that prints: rank 0 of the survivors after a shrink
   int threads = o.threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency() / world);
@@ -108,7 +108,7 @@ int run(int argc, char** argv) {
 
   st::Trainer trainer(o, groups, data, st::cpu_kernels());
   std::unique_ptr<st::Diloco> diloco;
-  if (st::diloco_on(o)) diloco = std::make_unique<st::Diloco>(o, job, trainer);
+  if (st::diloco_on(o)) diloco = std::make_unique<st::Diloco>(o, job, trainer, groups);
   if (ckpt) {
     trainer.load(*ckpt);
     if (diloco) diloco->load(*outer_ckpt, trainer);
@@ -248,6 +248,7 @@ int run(int argc, char** argv) {
   if (diloco && trainer.step() == o.steps) diloco->finish(trainer);  // the replicas adopt the global model
   double elapsed = now_s() - t_start;
   int ran = trainer.step() - first + 1;
+  const std::string outer_summary = diloco ? diloco->summary() : "";  // collective
   if (root) {
     std::printf("done: steps %d..%d in %.1f s (%.1f ms/step, %.0f tok/s) | last loss %.6f", first,
                 trainer.step(), elapsed, ran > 0 ? elapsed / ran * 1e3 : 0.0,
@@ -258,7 +259,7 @@ int run(int argc, char** argv) {
                   (busy - comm_wait - idle) / timed * 1e3, comm_wait / timed * 1e3, idle / timed * 1e3);
     std::printf("\n");
     if (diloco) {
-      std::fputs(diloco->summary().c_str(), stdout);
+      std::fputs(outer_summary.c_str(), stdout);
     } else if (world > 1 && ran > 0 && !shrunk) {  // the formula is for one shape of the job
       for (double& t : traffic) t /= ran;
       std::fputs(st::traffic_report(o, lay, groups.coord(st::kPp), groups.dp_is_world(), traffic).c_str(), stdout);
@@ -284,6 +285,8 @@ int run(int argc, char** argv) {
                 groups.coord(st::kTp), groups.coord(st::kPp), groups.coord(st::kDp),
                 static_cast<unsigned long long>(trainer.replicated_checksum()), trainer.activation_bytes() / 1e6,
                 trainer.microbatches_in_flight(), busy > 0 ? 100 * idle / busy : 0.0);
+  if (groups.model_parallel() && trainer.layout().holds(st::tensor_wte()))  // the two copies must agree
+    std::printf(" | tied embedding %016llx", static_cast<unsigned long long>(trainer.embedding_checksum()));
   std::printf("\n");
   std::fflush(stdout);
   groups.destroy();

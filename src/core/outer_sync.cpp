@@ -114,6 +114,10 @@ void OuterSync::Impl::start(size_t p) {
   for_each_run(f, lo, lo + f.share, [&](size_t b, size_t q, size_t len) {
     for (size_t i = 0; i < len; ++i) d[q - lo + i] = snap[q + i] - params[b + i];
   });
+  if (f.padded == 0) {  // none of its segments on this communicator's ranks: nothing to exchange
+    ++exchanges;
+    return;
+  }
   inflight[p] = worker.submit([this, p] { exchange(p); });
 }
 

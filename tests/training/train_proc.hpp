@@ -23,6 +23,7 @@ namespace train_test {
 struct RankEnd {
   int tp = 0, pp = 0, dp = 0;
   std::string checksum, replicated;
+  std::string tied;  // the rank's piece of the tied embedding, where it holds one
 };
 
 struct TrainRun {
@@ -69,6 +70,8 @@ inline TrainRun run_train(int ranks, const std::vector<std::string>& args, doubl
                       &e.tp, &e.pp, &e.dp, rep) == 4) {
         e.checksum = buf;
         e.replicated = rep;
+        if (const size_t at = line.find("| tied embedding "); at != std::string::npos)
+          e.tied = line.substr(at + 17, 16);
         r.ranks.push_back(e);
       }
     }
