@@ -154,9 +154,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"pp2_1f1b_H10", 4, "--pp 2 --microbatches 4 --schedule 1f1b", 10, true},
                       Case{"tp2_pp2_H10", 8, "--tp 2 --pp 2 --microbatches 4", 10, true},
                       Case{"pp2_dp2_zero2_H10", 8, "--pp 2 --dp 4 --zero 2 --microbatches 2", 10},
-                      // Streaming: fragment p holds the same layers on both stages as in the whole model.
+                      // Streaming: fragment p is the same layer group on both stages as in the whole
+                      // model, so each stage has fragments it holds nothing of (not exchanged).
                       Case{"pp2_streaming_H10", 4, "--pp 2 --microbatches 4", 10, false,
-                           "--fragments 3 --overlap 2 --mix 0.25"}),
+                           "--fragments 6 --overlap 2 --mix 0.25"}),
     [](const auto& info) { return info.param.name; });
 
 // The first stage's embedding and the last stage's copy of it (the tied head) go through
