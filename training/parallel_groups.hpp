@@ -45,6 +45,11 @@ class ParallelGroups {
   // After a rank failed, collective over the survivors of a pure data-parallel job: the
   // whole job's group shrinks to them and the grid is laid anew over its hierarchy.
   void shrink();
+  // After a rank failed, collective over the survivors of any job: every group but the whole
+  // job's is aborted (a survivor waiting in one fails at once, and comes here too), and the
+  // whole job's group shrinks to the survivors, which it returns (in their old order).
+  // These groups can then only be destroyed.
+  Group survivors();
 
   void destroy();
 
@@ -55,6 +60,7 @@ class ParallelGroups {
   bool dp_is_world_ = false;
   int first_slice_, data_ranks_;
   void choose_dp_group();
+  std::array<Group*, 7> others();  // every group but the whole job's
   PipeLinks links_;
 };
 
