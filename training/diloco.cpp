@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <cstdio>
 #include <vector>
 
@@ -35,6 +36,14 @@ std::vector<size_t> layer_segments(const ParamLayout& lay) {
 }
 
 }  // namespace
+
+void between_islands(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const strata::PeerError& e) {
+    throw OuterFailure(std::string("between islands: ") + e.what());
+  }
+}
 
 void validate_diloco(Options& o, int world, bool launched) {
   if (!diloco_on(o)) {
@@ -117,13 +126,25 @@ Diloco::Diloco(const Options& o, strata::Comm job, Trainer& trainer, ParallelGro
     : o_(o),
       job_(job),
       island_(island_of(o, job.rank(), job.size())),
-      shard_(job.split(groups.coord(kTp) + o.tp * groups.coord(kPp), job.rank())),
-      outer_(shard_, trainer.params(), trainer.layout().padded_size(), o.outer, layer_segments(trainer.layout())) {}
+      shard_id_(groups.coord(kTp) + o.tp * groups.coord(kPp)) {
+  connect(trainer);
+}
+
+void Diloco::connect(Trainer& trainer) {
+  shard_ = job_.split(shard_id_, job_.rank());
+  outer_ = strata::OuterSync(shard_, trainer.params(), trainer.layout().padded_size(), o_.outer,
+                             layer_segments(trainer.layout()));
+}
+
+void Diloco::after_step(Trainer& trainer) {
+  between_islands([&] { outer_.step(); });
+  if (o_.on_failure == "continue" && trainer.step() % o_.diloco_h == 0) keep(trainer);
+}
 
 double Diloco::evaluate(Trainer& trainer) {
   const size_t n = trainer.layout().padded_size();
   std::vector<float> local(trainer.params(), trainer.params() + n);
-  outer_.global_params(trainer.params());
+  between_islands([&] { outer_.global_params(trainer.params()); });
   const double loss = trainer.evaluate();
   std::copy(local.begin(), local.end(), trainer.params());
   return loss;
@@ -133,7 +154,7 @@ void Diloco::save(const std::string& dir, Trainer& trainer) {
   trainer.save(replica_dir(o_, dir, job_.rank(), job_.size()));
   const ParamLayout& lay = trainer.layout();
   std::vector<float> snapshot(lay.padded_size()), momentum(lay.padded_size());
-  outer_.save_state(snapshot.data(), momentum.data());
+  between_islands([&] { outer_.save_state(snapshot.data(), momentum.data()); });
   // Every island holds the same outer state: island 0 gathers it, its rank 0 (the job's) writes.
   if (island_ == 0) {
     std::unique_ptr<CheckpointWriter> w;
@@ -142,7 +163,7 @@ void Diloco::save(const std::string& dir, Trainer& trainer) {
       trainer.gather_whole(v, false, [&](int id, const float* whole) { w->append(whole, lay.tensor(id).full_size); });
     if (w) w->commit(trainer.checkpoint_header());
   }
-  job_.barrier();  // every island's file and outer.bin are in place
+  between_islands([&] { job_.barrier(); });  // every island's file and outer.bin are in place
 }
 
 void Diloco::load(const CheckpointReader& outer, const Trainer& trainer) {
@@ -154,8 +175,10 @@ void Diloco::load(const CheckpointReader& outer, const Trainer& trainer) {
 }
 
 void Diloco::finish(Trainer& trainer) {
-  outer_.finish();
-  outer_.global_params(trainer.params());
+  between_islands([&] {
+    outer_.finish();
+    outer_.global_params(trainer.params());
+  });
 }
 
 void Diloco::close() {
@@ -189,7 +212,7 @@ std::string Diloco::progress() const {
 std::string Diloco::summary() {
   const OuterSyncStats s = outer_.stats();
   uint64_t all = s.bytes_sent;
-  job_.all_reduce(&all, &all, 1, strata::DataType::uint64, strata::ReduceOp::sum);
+  between_islands([&] { job_.all_reduce(&all, &all, 1, strata::DataType::uint64, strata::ReduceOp::sum); });
   const double outer_steps = static_cast<double>(s.exchanges) / o_.outer.fragments;
   char b[256];
   std::snprintf(b, sizeof b,

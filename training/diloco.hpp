@@ -27,10 +27,12 @@
 // bit-exact.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <strata/outer_sync.hpp>
 #include <strata/strata.hpp>
 #include <string>
+#include <vector>
 
 #include "checkpoint.hpp"
 #include "group.hpp"
@@ -68,7 +70,9 @@ class Diloco {
   // this rank's groups inside its island, whose (tp, pp) coordinates name its shard.
   Diloco(const Options& o, strata::Comm job, Trainer& trainer, ParallelGroups& groups);
 
-  void after_step() { outer_.step(); }
+  // The outer schedule's step; with --on-failure continue, at an outer step's boundary also
+  // keep() what the islands would go back to.
+  void after_step(Trainer& trainer);
   double evaluate(Trainer& trainer);  // validation loss of the global model
   // Collective: the island replicas and DIR/outer.bin (written by rank 0).
   void save(const std::string& dir, Trainer& trainer);
@@ -81,14 +85,44 @@ class Diloco {
   std::string describe() const;  // for the start-up lines
   std::string progress() const;  // for the progress line
   std::string summary();         // for the last lines; collective over the job (the bytes of all ranks)
+  int job_rank() const { return job_.rank(); }  // in the islands that are left
+
+  // --on-failure continue (training/island_failure.cpp). keep(): this rank's replica and
+  // outer state at an outer step's boundary, in memory, which is where the islands go back
+  // to when one is lost (collective over the island: the outer momentum is gathered).
+  void keep(Trainer& trainer);
+  struct IslandLoss {
+    bool stays = false;       // false: this rank's island is not whole (or was left behind): it stops
+    std::string why;          // why it stops, when it does
+    std::vector<int> lost;    // the islands that stop (their indices before)
+    std::vector<int> dead;    // the job's ranks that are gone
+    int islands = 0;          // the islands that go on
+    int step = 0;             // the outer step they go back to
+  };
+  // After an OuterFailure, collective over the job's ranks still alive: the outer sync is
+  // aborted, the job's communicator shrinks to them, the islands that are whole (and kept
+  // the latest outer step) go on as a job of fewer islands -- o's --islands, --dp and
+  // --batch shrink with them, each island keeping its share -- from the state keep()
+  // kept, on an outer sync over the islands left. PeerError when the others left this rank out.
+  IslandLoss go_on_without_lost_islands(Options& o, Trainer& trainer, ParallelGroups& groups);
 
  private:
+  // The outer sync over the ranks that hold this rank's shard in every island of job_.
+  void connect(Trainer& trainer);
   const Options& o_;
   strata::Comm job_;
   int island_;
+  int shard_id_;        // this rank's (tp, pp) position: tp + T * pp
   strata::Comm shard_;  // the ranks that hold this rank's shard, island after island
   strata::OuterSync outer_;
+  // What keep() kept: the replica, and the outer state (buffer order) at outer step kept_steps_.
+  Trainer::Kept kept_;
+  std::vector<float> kept_snapshot_, kept_momentum_;
+  long long kept_steps_ = -1;
 };
+
+// Runs a call that crosses islands; a PeerError from it becomes an OuterFailure.
+void between_islands(const std::function<void()>& call);
 
 // DIR/outer.bin, verified, at the same step as this rank's replica checkpoint.
 std::unique_ptr<CheckpointReader> open_outer(const std::string& dir, const CheckpointHeader& replica);

@@ -117,6 +117,7 @@ int run(int argc, char** argv) {
     }
     ckpt.reset();
   }
+  if (diloco && o.on_failure == "continue") diloco->keep(*trainer);  // where the islands go back to
   // --on-failure shrink: when a rank fails, the survivors go on without it (a failure
   // otherwise ends the run). Runs `work`; false when it failed and the survivors shrank.
   bool shrunk = false;
@@ -126,7 +127,35 @@ int run(int argc, char** argv) {
     try {
       work();
       return true;
+    } catch (const st::OuterFailure& failure) {  // between islands: DiLoCo, --on-failure continue
+      if (o.on_failure != "continue") throw;
+      const double t0 = now_s();
+      const int at = trainer->step();
+      const int islands = o.outer.islands;
+      st::Diloco::IslandLoss loss;
+      try {
+        loss = diloco->go_on_without_lost_islands(o, *trainer, *groups);
+      } catch (const strata::PeerError& e) {
+        throw st::TrainError(std::string("the other islands went on without this one: it stops (") + e.what() + ")");
+      }
+      if (!loss.stays) throw st::TrainError(loss.why + ": it stops, and the whole islands go on without it");
+      shrunk = true;
+      root = diloco->job_rank() == 0;
+      settled = trainer->step();
+      std::string lost, dead;
+      for (int k : loss.lost) lost += (lost.empty() ? "" : ", ") + std::to_string(k);
+      for (int x : loss.dead) dead += (dead.empty() ? "" : ", ") + std::to_string(x);
+      if (root)
+        std::printf("step %5d: island%s %s of %d stopped (rank%s %s gone); %d islands go on from the outer step of "
+                    "step %d (steps %d-%d lost) with the global batch of %d | %.2f s | the failure: %s\n",
+                    at, loss.lost.size() > 1 ? "s" : "", lost.c_str(), islands, loss.dead.size() > 1 ? "s" : "",
+                    dead.c_str(), loss.islands, loss.step, loss.step + 1, at, o.batch, now_s() - t0,
+                    failure.what());
+      return false;
     } catch (const strata::PeerError& peer) {  // a rank died or stopped (TimeoutError too)
+      if (o.on_failure == "continue")  // inside this rank's island
+        throw st::TrainError("island " + std::to_string(st::island_of(o, rank, world)) + " lost a rank (" +
+                             peer.what() + "): it stops, and the other islands go on without it");
       if (o.on_failure != "shrink") throw;
       const double t0 = now_s();
       const int at = trainer->step() + 1;
@@ -247,8 +276,11 @@ int run(int argc, char** argv) {
     if (trainer->step() >= stop) break;
     double t0 = now_s();
     st::StepResult r;
-    if (!survive([&] { r = trainer->train_step(); })) continue;
-    if (diloco) diloco->after_step();
+    if (!survive([&] {
+          r = trainer->train_step();
+          if (diloco) diloco->after_step(*trainer);
+        }))
+      continue;
     double dt = now_s() - t0;
     last_loss = r.loss;
     if (trainer->step() > first || stop == first) {

@@ -187,9 +187,11 @@ const std::vector<Flag>& flags() {
       {"on-failure", "WHAT",
        "stop, or shrink: when a rank dies, the others go on with the same global batch, from their state "
        "(data parallel, --zero 0) or from the last checkpoint on the largest layout that fits them (--tp, --pp, "
-       "--zero 1/2; needs --save) (default stop)",
+       "--zero 1/2; needs --save); or continue (DiLoCo): an island that loses a rank stops, the others go on "
+       "(default stop)",
        [](Options& o, const std::string& v) {
-         if (v != "stop" && v != "shrink") throw TrainError("--on-failure needs stop or shrink, got '" + v + "'");
+         if (v != "stop" && v != "shrink" && v != "continue")
+           throw TrainError("--on-failure needs stop, shrink or continue, got '" + v + "'");
          o.on_failure = v;
        }},
       {"help", "", "print this help", [](Options& o, const std::string&) { o.help = true; }},
@@ -326,6 +328,9 @@ void validate_options(Options& o, int world, bool launched) {
                      std::string(o.zero > 0 ? "--zero " + std::to_string(o.zero) : "--tp or --pp above 1") +
                      " goes on from the last checkpoint (a rank that dies takes state no other rank holds): it needs "
                      "--save DIR, and --save-every N to lose at most N steps");
+  if (o.on_failure == "continue" && o.diloco_h == 0)
+    throw TrainError("--on-failure continue is for DiLoCo's islands (--diloco-h, --islands): an island that loses a "
+                     "rank stops and the others go on; without islands, --on-failure shrink");
   if (o.on_failure == "shrink" && o.diloco_h > 0)
     throw TrainError("--on-failure shrink does not combine with --diloco-h: with islands, --on-failure continue lets "
                      "the islands that are whole go on without the one that lost a rank");

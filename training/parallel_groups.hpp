@@ -28,6 +28,8 @@ class ParallelGroups {
   bool model_parallel() const { return size(kTp) * size(kPp) > 1; }
   int data_rank() const { return first_slice_ + coord(kDp); }  // this rank's slice of the batch
   int data_ranks() const { return data_ranks_; }               // slices of the global batch
+  // DiLoCo lost or took back an island: this island's first slice and the slice count change.
+  void reslice(int first_slice, int data_ranks) { first_slice_ = first_slice, data_ranks_ = data_ranks; }
 
   Group& world() { return world_; }
   Group& tp() { return tp_; }

@@ -62,6 +62,19 @@ class Trainer {
   };
   Recovery go_on_after_failure();
 
+  // What a replica goes back to when an island is lost (DiLoCo, --on-failure continue):
+  // this rank's parameters, Adam moments, step and data position, kept in memory.
+  struct Kept {
+    std::vector<float> params, m, v;
+    int step = 0;
+    BatchSampler sampler{0};
+  };
+  Kept keep() const;
+  void restore(const Kept& k);
+  // This rank's slice of the global batch changed (ParallelGroups::reslice, and o.batch):
+  // DiLoCo lost an island or took one back.
+  void reslice() { slices_ = {groups_.data_rank()}; }
+
   void save(const std::string& dir);  // collective; rank 0 writes
   // Throws TrainError when the checkpoint's model does not match this one.
   void load(const CheckpointReader& r);

@@ -87,6 +87,17 @@ void Trainer::gather_whole(const float* src, bool sharded, const std::function<v
   for (auto& r : pending) r.wait();
 }
 
+Trainer::Kept Trainer::keep() const { return {params_, opt_.m(), opt_.v(), step_, sampler_}; }
+
+void Trainer::restore(const Kept& k) {
+  // In place: the model chunks and the outer sync hold pointers into these buffers.
+  std::copy(k.params.begin(), k.params.end(), params_.begin());
+  std::copy(k.m.begin(), k.m.end(), opt_.m().begin());
+  std::copy(k.v.begin(), k.v.end(), opt_.v().begin());
+  step_ = k.step;
+  sampler_ = k.sampler;
+}
+
 void Trainer::save(const std::string& dir) {
   const bool root = groups_.world().rank() == 0;
   std::unique_ptr<CheckpointWriter> w;

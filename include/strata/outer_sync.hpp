@@ -75,6 +75,11 @@ class OuterSync {
   OuterSync& operator=(OuterSync&&) noexcept;
 
   bool valid() const { return impl_ != nullptr; }
+  // Local, after a failure (a rank of another island died): the exchange in flight fails on
+  // this rank and its peers (its communicators are aborted), and the object is released
+  // without waiting for a peer; it is then empty. Islands that go on make a new OuterSync
+  // over the ranks left and load_state what they kept.
+  void abort();
 
   // After each inner step: applies the fragments whose exchange started τ steps ago and
   // starts those due now (with τ = 0 it waits for them and applies them at once).

@@ -293,6 +293,14 @@ OuterSync::~OuterSync() = default;
 OuterSync::OuterSync(OuterSync&&) noexcept = default;
 OuterSync& OuterSync::operator=(OuterSync&&) noexcept = default;
 
+void OuterSync::abort() {
+  if (!impl_) return;
+  // The worker's exchange fails promptly once its communicators are gone; ~Impl joins it.
+  for (Comm* c : {&impl_->island, &impl_->across})
+    if (c->valid()) c->abort();
+  impl_.reset();
+}
+
 OuterSync::Impl& OuterSync::checked() const {
   if (!impl_) throw InvalidUsage("this OuterSync is empty (default-constructed or moved from)");
   return *impl_;

@@ -8,7 +8,6 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <sstream>
 #include <string>
@@ -17,15 +16,14 @@
 #include "failure_job.hpp"
 #include "train_proc.hpp"
 
+using train_test::losses;
 using train_test::rel_diff;
 
 namespace {
 
 constexpr int kSteps = 60;
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+
 
 std::vector<std::string> model_args() {
   return {"--data",      STRATA_DATA_PATH, "--layers",     "2",   "--heads",        "4",
@@ -33,20 +31,6 @@ std::vector<std::string> model_args() {
           "--steps",     std::to_string(kSteps), "--warmup", "5", "--lr",           "3e-3",
           "--eval-every", "20",            "--eval-batches", "2", "--sample-len",   "0",
           "--bucket-mb", "0.01",           "--threads",    "1"};
-}
-
-// "step N/M | loss X" and "step N | val loss X" lines of one output, keyed "N" and "vN".
-std::map<std::string, std::string> losses(const std::string& out) {
-  std::map<std::string, std::string> m;
-  std::istringstream in(out);
-  std::string line;
-  while (std::getline(in, line)) {
-    int step = 0;
-    char buf[64];
-    if (std::sscanf(line.c_str(), "step %d/%*d | loss %63s", &step, buf) == 2) m[std::to_string(step)] = buf;
-    if (std::sscanf(line.c_str(), "step %d | val loss %63s", &step, buf) == 2) m["v" + std::to_string(step)] = buf;
-  }
-  return m;
 }
 
 void kill_one_and_compare(int victim) {
@@ -151,11 +135,11 @@ void back_to_the_checkpoint_after_killing(int victim) {
   std::vector<strata_test::Process> ranks;
   for (const auto& spec : js.ranks) ranks.emplace_back(spec);
   ASSERT_TRUE(ranks[0].wait_for_output("step     7/", 90)) << "no step 7";
-  const double killed_at = now_s();
+  const double killed_at = strata_test::now_s();
   kill(-ranks[kVictim].pid(), SIGKILL);
   // The first survivor prints where the survivors go on once they have reloaded the checkpoint.
   EXPECT_TRUE(ranks[victim == 0 ? 1 : 0].wait_for_output("go on as", 60));
-  const double recovered_s = now_s() - killed_at;
+  const double recovered_s = strata_test::now_s() - killed_at;
   std::vector<strata_test::ProcResult> res;
   for (auto& p : ranks) res.push_back(p.finish(90));
   strata::remove_job_segments(js.secret);

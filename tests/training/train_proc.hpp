@@ -81,6 +81,21 @@ inline TrainRun run_train(int ranks, const std::vector<std::string>& args, doubl
   return r;
 }
 
+// "step N/M | loss X" and "step N | val loss X" lines of one rank's output, keyed "N" and
+// "vN" (a step printed twice keeps its last value).
+inline std::map<std::string, std::string> losses(const std::string& out) {
+  std::map<std::string, std::string> m;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    int step = 0;
+    char buf[64];
+    if (std::sscanf(line.c_str(), "step %d/%*d | loss %63s", &step, buf) == 2) m[std::to_string(step)] = buf;
+    if (std::sscanf(line.c_str(), "step %d | val loss %63s", &step, buf) == 2) m["v" + std::to_string(step)] = buf;
+  }
+  return m;
+}
+
 inline std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
