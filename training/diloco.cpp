@@ -125,13 +125,14 @@ std::unique_ptr<CheckpointReader> open_outer(const std::string& dir, const Check
 Diloco::Diloco(const Options& o, strata::Comm job, Trainer& trainer, ParallelGroups& groups)
     : o_(o),
       job_(job),
+      started_as_(job.rank()),
       island_(island_of(o, job.rank(), job.size())),
       shard_id_(groups.coord(kTp) + o.tp * groups.coord(kPp)) {
   connect(trainer);
 }
 
 void Diloco::connect(Trainer& trainer) {
-  shard_ = job_.split(shard_id_, job_.rank());
+  shard_ = job_.split(shard_id_, started_as_);
   outer_ = strata::OuterSync(shard_, trainer.params(), trainer.layout().padded_size(), o_.outer,
                              layer_segments(trainer.layout()));
 }

@@ -64,11 +64,27 @@ std::string resume_dir(const Options& o, int rank, int world);
 // Throws TrainError when the islands split a group of the job's outermost hierarchy level.
 Group make_group(const Options& o, strata::Comm world);
 
+// What the ranks of a job grown back with a replacement island learn of each other
+// (training/island_heal.cpp).
+struct Welcome {
+  std::vector<int> started_as;  // by rank: its rank in the job as it started
+  std::vector<char> newcomer;   // by rank
+  int islands = 0;              // the grown job's
+  Group island;                 // a newcomer's own island (one process elsewhere)
+};
+// Collective over a job grown back (Comm::grow, Comm::join): the ranks learn who is new,
+// the newcomers (whole islands, or TrainError everywhere) make their island's group, and
+// o's --islands, --dp and --batch grow back with the islands (each keeping its share).
+Welcome meet(Options& o, strata::Comm grown, int started_as, bool newcomer);
+
 class Diloco {
  public:
   // Collective over `job`, while every replica still holds the initial parameters; `groups`:
   // this rank's groups inside its island, whose (tp, pp) coordinates name its shard.
   Diloco(const Options& o, strata::Comm job, Trainer& trainer, ParallelGroups& groups);
+  // A rank of a replacement island (strata-train --join), after meet(): collective with
+  // take_back() on the others; the trainer takes a live island's state.
+  Diloco(const Options& o, strata::Comm job, Trainer& trainer, ParallelGroups& groups, const Welcome& welcome);
 
   // The outer schedule's step; with --on-failure continue, at an outer step's boundary also
   // keep() what the islands would go back to.
@@ -103,15 +119,43 @@ class Diloco {
   // aborted, the job's communicator shrinks to them, the islands that are whole (and kept
   // the latest outer step) go on as a job of fewer islands -- o's --islands, --dp and
   // --batch shrink with them, each island keeping its share -- from the state keep()
-  // kept, on an outer sync over the islands left. PeerError when the others left this rank out.
+  // kept, on an outer sync over the islands left. PeerError when the others left this rank
+  // out. Rank 0 then opens the door for replacements at the job's rendezvous
+  // (strata::LaunchInfo::rendezvous), when it has one.
   IslandLoss go_on_without_lost_islands(Options& o, Trainer& trainer, ParallelGroups& groups);
+
+  // At an outer step's boundary, after keep(), collective: how many replacements wait at
+  // the door (0 when none is open).
+  int newcomers();
+  struct Healing {
+    bool healed = false;
+    std::string why;            // why not
+    std::vector<int> islands;   // the islands that came back (their indices in the grown job)
+    int donor = -1;             // the island whose state they took
+    uint64_t bytes = 0;         // sent to the newcomers by all ranks of the donor island
+    double seconds = 0;         // from the grow to the outer sync over all islands
+  };
+  // Collective: the job grows with the `waiting` newcomers (Comm::grow), which take a live
+  // island's replica, outer state and data position, shard by shard, at the outer step
+  // keep() just kept; then every island goes on with an outer sync over all of them. A
+  // grow that fails (a newcomer left) leaves everything as it was (healed false).
+  Healing take_back(Options& o, Trainer& trainer, ParallelGroups& groups, int waiting);
 
  private:
   // The outer sync over the ranks that hold this rank's shard in every island of job_.
   void connect(Trainer& trainer);
+  // Collective over a grown job: the newcomers take a live island's kept state (each from
+  // the rank at its coordinates), and every rank goes back to it on an outer sync over all
+  // the islands. Returns the bytes all ranks sent.
+  uint64_t settle(Trainer& trainer, ParallelGroups& groups, const Welcome& w);
+  // While islands are missing: rank 0 opens the door for their replacements at the job's
+  // rendezvous (strata::LaunchInfo::rendezvous), if the job has one (collective).
+  void wait_for_replacements();
   const Options& o_;
   strata::Comm job_;
+  int started_as_;  // this rank in the job as it started: its key when the job shrinks or grows
   int island_;
+  bool door_ = false;  // the islands left wait for replacements
   int shard_id_;        // this rank's (tp, pp) position: tp + T * pp
   strata::Comm shard_;  // the ranks that hold this rank's shard, island after island
   strata::OuterSync outer_;

@@ -72,7 +72,7 @@ Diloco::IslandLoss Diloco::go_on_without_lost_islands(Options& o, Trainer& train
                 ? "island " + std::to_string(mine_island) + " lost a rank"
                 : "island " + std::to_string(mine_island) + " kept outer step " + std::to_string(kept_steps_) +
                       ", the others a later one";
-  strata::Comm next = alive.split(r.stays ? 0 : strata::kSplitNoColor, me);
+  strata::Comm next = alive.split(r.stays ? 0 : strata::kSplitNoColor, started_as_);
   alive.destroy();
   if (!r.stays) return r;
 
@@ -92,7 +92,16 @@ Diloco::IslandLoss Diloco::go_on_without_lost_islands(Options& o, Trainer& train
   outer_.load_state(kept_snapshot_.data(), kept_momentum_.data(), kept_steps_);
   trainer.restore(kept_);
   r.step = kept_.step;
+  door_ = false;
+  wait_for_replacements();
   return r;
+}
+
+void Diloco::wait_for_replacements() {
+  const strata::LaunchInfo launch = strata::launch_info();
+  if (launch.rendezvous.empty() || job_.size() >= launch.size || door_) return;
+  between_islands([&] { job_.open_door(launch.rendezvous); });
+  door_ = true;
 }
 
 }  // namespace strata::train

@@ -93,17 +93,31 @@ int run(int argc, char** argv) {
 
   // With DiLoCo the trainer's groups live inside this rank's island, which takes its
   // share of the global batch; the job's communicator serves the outer exchange.
-  strata::Comm job = launched ? strata::Comm::init_from_env() : strata::Comm();
-  st::Group replica = launched ? st::make_group(o, job) : st::Group();
-  std::unique_ptr<st::ParallelGroups> groups = st::make_groups(o, replica, st::first_slice(o, rank, world));
-  bool root = rank == 0;  // the rank that prints: rank 0 of the survivors after a shrink
+  // A replacement for a rank of a lost island (--join) waits until the islands left take it
+  // in (island_heal.cpp); its rank in the job it joins may differ from its launcher's.
+  strata::Comm job;
+  st::Group replica;
+  st::Welcome welcome;
+  if (launched && o.join) {
+    job = strata::Comm::join_from_env(rank);
+    welcome = st::meet(o, job, rank, true);
+    replica = welcome.island;
+  } else if (launched) {
+    job = strata::Comm::init_from_env();
+    replica = st::make_group(o, job);
+  }
+  const int job_rank = launched ? job.rank() : 0, job_size = launched ? job.size() : 1;
+  std::unique_ptr<st::ParallelGroups> groups = st::make_groups(o, replica, st::first_slice(o, job_rank, job_size));
+  bool root = job_rank == 0;  // the rank that prints: rank 0 of the survivors after a shrink
   int threads = o.threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency() / world);
   st::set_blas_threads(threads);
 
   auto trainer = std::make_unique<st::Trainer>(o, *groups, data, st::cpu_kernels());
   std::unique_ptr<st::Diloco> diloco;
-  if (st::diloco_on(o)) diloco = std::make_unique<st::Diloco>(o, job, *trainer, *groups);
+  if (st::diloco_on(o))
+    diloco = o.join ? std::make_unique<st::Diloco>(o, job, *trainer, *groups, welcome)
+                    : std::make_unique<st::Diloco>(o, job, *trainer, *groups);
   if (ckpt) {
     trainer->load(*ckpt);
     if (diloco) diloco->load(*outer_ckpt, *trainer);
@@ -117,12 +131,13 @@ int run(int argc, char** argv) {
     }
     ckpt.reset();
   }
-  if (diloco && o.on_failure == "continue") diloco->keep(*trainer);  // where the islands go back to
+  if (diloco && o.on_failure == "continue" && !o.join) diloco->keep(*trainer);  // where the islands go back to
   // --on-failure shrink: when a rank fails, the survivors go on without it (a failure
   // otherwise ends the run). Runs `work`; false when it failed and the survivors shrank.
   bool shrunk = false;
   bool leaves = false;  // this rank is not needed by the layout the survivors chose
   int settled = trainer->step();  // the last step whose evaluation and saving are done
+  int door_checked = o.join ? trainer->step() : -1;  // the last step replacements were looked for
   auto survive = [&](const std::function<void()>& work) {
     try {
       work();
@@ -272,6 +287,30 @@ int run(int argc, char** argv) {
     if (settled < trainer->step()) {
       if (!end_of_step(trainer->step())) continue;
       settled = trainer->step();
+    }
+    // Islands left after a loss take replacements back at an outer step (island_heal.cpp);
+    // a replacement starts at the step it was taken back at.
+    if (diloco && o.on_failure == "continue" && trainer->step() % o.diloco_h == 0 && trainer->step() < stop &&
+        trainer->step() != door_checked) {
+      const int s = door_checked = trainer->step();
+      int waiting = 0;
+      if (!survive([&] { waiting = diloco->newcomers(); })) continue;
+      const int island = groups->world().size();
+      if (waiting >= island) {
+        st::Diloco::Healing h;
+        if (!survive([&] { h = diloco->take_back(o, *trainer, *groups, waiting - waiting % island); })) continue;
+        root = diloco->job_rank() == 0;
+        std::string back;
+        for (int k : h.islands) back += (back.empty() ? "" : ", ") + std::to_string(k);
+        if (root && h.healed)
+          std::printf("step %5d: island%s %s came back and took island %d's state (%s in %.2f s); %d islands go on "
+                      "with the global batch of %d\n",
+                      s, h.islands.size() > 1 ? "s" : "", back.c_str(), h.donor,
+                      st::mb(static_cast<double>(h.bytes)).c_str(), h.seconds, o.outer.islands, o.batch);
+        if (root && !h.healed)
+          std::printf("step %5d: %d replacement ranks wait, but taking them in failed: %s\n", s, waiting,
+                      h.why.c_str());
+      }
     }
     if (trainer->step() >= stop) break;
     double t0 = now_s();

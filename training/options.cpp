@@ -194,6 +194,9 @@ const std::vector<Flag>& flags() {
            throw TrainError("--on-failure needs stop, shrink or continue, got '" + v + "'");
          o.on_failure = v;
        }},
+      {"join", "", "DiLoCo, --on-failure continue: replace a rank of a lost island (start it with that rank's "
+       "launcher variables); it joins the islands left at their next outer step and takes a live island's state",
+       [](Options& o, const std::string&) { o.join = true; }},
       {"help", "", "print this help", [](Options& o, const std::string&) { o.help = true; }},
   };
   return table;
@@ -331,6 +334,11 @@ void validate_options(Options& o, int world, bool launched) {
   if (o.on_failure == "continue" && o.diloco_h == 0)
     throw TrainError("--on-failure continue is for DiLoCo's islands (--diloco-h, --islands): an island that loses a "
                      "rank stops and the others go on; without islands, --on-failure shrink");
+  if (o.join && (o.on_failure != "continue" || !launched))
+    throw TrainError("--join replaces a rank of an island that was lost: it needs --diloco-h with --on-failure "
+                     "continue, and the launcher variables of the rank it replaces");
+  if (o.join && !o.resume.empty())
+    throw TrainError("--join takes its state from a live island, not from --resume");
   if (o.on_failure == "shrink" && o.diloco_h > 0)
     throw TrainError("--on-failure shrink does not combine with --diloco-h: with islands, --on-failure continue lets "
                      "the islands that are whole go on without the one that lost a rank");

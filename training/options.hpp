@@ -43,6 +43,9 @@ struct Options {
   std::string diloco_flag;  // the first DiLoCo flag given, for "needs --diloco-h"
   // "stop", or "shrink": go on without a rank that failed (training/relayout.hpp)
   std::string on_failure = "stop";
+  // DiLoCo with --on-failure continue: this process replaces a rank of a lost island
+  // (training/island_heal.cpp).
+  bool join = false;
   bool help = false;
 };
 

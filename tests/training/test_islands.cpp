@@ -24,10 +24,10 @@ namespace {
 
 constexpr int kRanks = 6, kEnd = 24;
 
-std::vector<std::string> model(int islands, int batch) {
+std::vector<std::string> model(int islands, int batch, int steps = kEnd) {
   return {"--data",       STRATA_DATA_PATH, "--layers",    "2",     "--heads",       "4",
           "--dim",        "32",             "--ctx",       "16",    "--batch",       std::to_string(batch),
-          "--steps",      std::to_string(kEnd), "--warmup", "5",    "--lr",          "3e-3",
+          "--steps",      std::to_string(steps), "--warmup", "5",   "--lr",          "3e-3",
           "--eval-every", "8",              "--eval-batches", "2",  "--sample-len",  "0",
           "--bucket-mb",  "0.01",           "--threads",   "1",     "--diloco-h",    "2",
           "--islands",    std::to_string(islands)};
@@ -129,6 +129,57 @@ void two_islands_go_on_without(int lost) {
 }
 
 TEST(IslandsOnFailure, TheWholeIslandsGoOnAsTwo) { two_islands_go_on_without(1); }
+
+// Then island 1 comes back: once the two islands left have printed step 16 (outer step 8),
+// its two ranks are started again with their launcher variables and --join. They wait at
+// the door the islands left opened at the job's rendezvous, are taken in at an outer step,
+// take island 0's state, and the run ends on 3 islands: all six ranks end on bit-identical
+// parameters, and the final validation loss is within 2% of an uninterrupted 3-island run.
+TEST(IslandsOnFailure, AReplacementIslandJoinsAndHeals) {
+  constexpr int kLong = 64;
+  const std::vector<std::string> args = plus(model(3, 12, kLong), {"--on-failure", "continue"});
+  Job job = start(args, kRanks);
+  ASSERT_TRUE(job.ranks[0].wait_for_output("step    10/", 90)) << "no step 10";
+  kill(-job.ranks[2].pid(), SIGKILL);
+  ASSERT_TRUE(job.ranks[0].wait_for_output("islands go on", 60));
+  ASSERT_TRUE(job.ranks[0].wait_for_output("step    16/", 60));
+  std::vector<strata_test::Process> back;
+  for (size_t r : {2u, 3u}) {
+    strata_test::SpawnSpec spec = job.specs.ranks[r];
+    spec.argv.push_back("--join");
+    back.emplace_back(spec);
+  }
+  const bool healed = job.ranks[0].wait_for_output("came back", 60);
+  std::vector<strata_test::ProcResult> res;
+  for (auto& p : job.ranks) res.push_back(p.finish(90));
+  for (auto& p : back) res.push_back(p.finish(90));
+  strata::remove_job_segments(job.specs.secret);
+  std::string all;
+  for (size_t r = 0; r < res.size(); ++r)
+    all += "---- process " + std::to_string(r) + ": " + res[r].describe() + "\n" + res[r].out + res[r].err;
+  ASSERT_TRUE(healed) << all;
+  const std::vector<std::string> came = strata_test::lines_containing(res[0].out, "came back");
+  ASSERT_EQ(came.size(), 1u) << all;
+  EXPECT_NE(came[0].find("island 1 came back and took island 0's state"), std::string::npos) << came[0];
+  EXPECT_NE(came[0].find("3 islands go on with the global batch of 12"), std::string::npos) << came[0];
+  std::vector<std::string> sums;
+  for (size_t p : {0u, 1u, 4u, 5u, 6u, 7u}) {
+    EXPECT_TRUE(res[p].exited && res[p].exit_code == 0) << "process " << p << "\n" << all;
+    for (const std::string& l : strata_test::lines_containing(res[p].out, "parameter checksum"))
+      sums.push_back(l.substr(l.find("checksum ") + 9, 16));
+  }
+  ASSERT_EQ(sums.size(), 6u) << all;
+  for (const std::string& c : sums) EXPECT_EQ(c, sums[0]) << "the three islands end on different parameters\n" << all;
+  const train_test::TrainRun whole = train_test::run_train(kRanks, model(3, 12, kLong));
+  ASSERT_TRUE(whole.ok()) << whole.describe();
+  const std::map<std::string, std::string> got = train_test::losses(res[0].out);
+  const std::string last = "v" + std::to_string(kLong);
+  ASSERT_TRUE(got.count(last)) << all;
+  const double off = rel_diff(got.at(last), whole.val_loss.at(kLong));
+  EXPECT_LE(off, 0.02) << got.at(last) << " vs uninterrupted " << whole.val_loss.at(kLong);
+  std::cout << came[0] << "\nfinal validation loss " << got.at(last) << ", uninterrupted 3 islands "
+            << whole.val_loss.at(kLong) << " (" << 100 * off << "% off); six ranks end on parameters " << sums[0] << "\n";
+}
 
 // Island 0 prints the loss and writes checkpoints: island 1 takes both over, as island 0.
 TEST(IslandsOnFailure, TheWholeIslandsGoOnWithoutIslandZero) { two_islands_go_on_without(0); }
