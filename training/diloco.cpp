@@ -202,8 +202,25 @@ std::string Diloco::describe() const {
   return b;
 }
 
+void Diloco::retire_outer(bool failed) {
+  if (!outer_.valid()) return;
+  earlier_ = stats();
+  if (failed) outer_.abort();
+  else outer_ = strata::OuterSync();
+}
+
+OuterSyncStats Diloco::stats() const {
+  OuterSyncStats s = earlier_;
+  if (!outer_.valid()) return s;
+  const OuterSyncStats now = outer_.stats();
+  s.exchanges += now.exchanges;
+  s.bytes_sent += now.bytes_sent;
+  s.exposed_s += now.exposed_s;
+  return s;
+}
+
 std::string Diloco::progress() const {
-  const OuterSyncStats s = outer_.stats();
+  const OuterSyncStats s = stats();
   char b[96];
   std::snprintf(b, sizeof b, "outer sent %s, wait %.2f s", mb(static_cast<double>(s.bytes_sent)).c_str(),
                 s.exposed_s);
@@ -211,7 +228,7 @@ std::string Diloco::progress() const {
 }
 
 std::string Diloco::summary() {
-  const OuterSyncStats s = outer_.stats();
+  const OuterSyncStats s = stats();
   uint64_t all = s.bytes_sent;
   between_islands([&] { job_.all_reduce(&all, &all, 1, strata::DataType::uint64, strata::ReduceOp::sum); });
   const double outer_steps = static_cast<double>(s.exchanges) / o_.outer.fragments;

@@ -159,6 +159,11 @@ class Diloco {
   int shard_id_;        // this rank's (tp, pp) position: tp + T * pp
   strata::Comm shard_;  // the ranks that hold this rank's shard, island after island
   strata::OuterSync outer_;
+  // Of the outer syncs before outer_ (the islands lost or took back one), and the release of
+  // outer_ (`failed`: aborted, without waiting for a peer) keeping its counts there.
+  strata::OuterSyncStats earlier_;
+  void retire_outer(bool failed);
+  strata::OuterSyncStats stats() const;  // earlier_ and outer_'s together
   // What keep() kept: the replica, and the outer state (buffer order) at outer step kept_steps_.
   Trainer::Kept kept_;
   std::vector<float> kept_snapshot_, kept_momentum_;

@@ -174,10 +174,10 @@ def islands(reps):
             if t_kill is None and line.startswith(f"step {kill:5d}/"):
                 ranks[2].send_signal(signal.SIGKILL)
                 t_kill = now
-            elif "islands go on" in line:
-                events["went on"] = (now - t_kill, line.strip())
             elif "came back" in line:
                 events["came back"] = line.strip()
+            elif "stopped (" in line:
+                events["went on"] = (now - t_kill, line.strip())
             elif line.startswith(f"step {back:5d}/") and len(ranks) == 6:
                 ranks += [spawn(r, ["--join"]) for r in (2, 3)]
         for p in ranks:

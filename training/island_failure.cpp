@@ -29,7 +29,7 @@ void Diloco::keep(Trainer& trainer) {
 }
 
 Diloco::IslandLoss Diloco::go_on_without_lost_islands(Options& o, Trainer& trainer, ParallelGroups& groups) {
-  outer_.abort();
+  retire_outer(true);
   shard_.abort();
   const int K = o.outer.islands, ranks = job_.size(), size = ranks / K, me = job_.rank();
   strata::Comm alive = job_.shrink();  // PeerError when the others left this rank out

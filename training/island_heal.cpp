@@ -120,7 +120,7 @@ uint64_t Diloco::settle(Trainer& trainer, ParallelGroups& groups, const Welcome&
   };
   // The old outer sync (over the islands that were left) has nothing in flight at an outer
   // step's boundary; the new one is made below.
-  outer_ = strata::OuterSync();
+  retire_outer(false);
   if (shard_.valid()) shard_.destroy();
 
   const size_t n = trainer.layout().padded_size();
