@@ -143,7 +143,7 @@ def islands(reps):
     import time
     steps, H, kill, back = 300, 10, 100, 150
     model = ["--data", DATA, "--layers", "2", "--heads", "4", "--dim", "64", "--ctx", "32", "--batch", "12",
-             "--steps", str(steps), "--warmup", "20", "--lr", "3e-3", "--eval-every", "25", "--eval-batches", "4",
+             "--steps", str(steps), "--warmup", "20", "--lr", "1e-3", "--eval-every", "25", "--eval-batches", "4",
              "--sample-len", "0", "--threads", "1", "--diloco-h", str(H), "--islands", "3"]
     print(f"3 islands of 2 ranks, H {H}, {steps} steps; kill rank 2 after step {kill}, restart island 1 after step "
           f"{back}; {reps} runs; load average at start {load()}", flush=True)
@@ -203,10 +203,11 @@ def islands(reps):
                     label="validation, uninterrupted")
             ax.plot(sorted(val), [val[k] for k in sorted(val)], "s--", color="tab:red",
                     label="validation, island 1 lost and replaced")
-            ax.axvline(kill, color="gray", ls=":")
-            ax.axvline(back, color="gray", ls=":")
-            ax.text(kill, ax.get_ylim()[1], " island 1 killed", va="top", fontsize=8)
-            ax.text(back, ax.get_ylim()[1] * 0.97, " replacement started", va="top", fontsize=8)
+            low = min(min(ref_train.values()), min(train_loss.values()))
+            ax.set_ylim(low - 0.1, 4.0)
+            for at, what in ((kill, " island 1 killed"), (back, " replacement started")):
+                ax.axvline(at, color="gray", ls=":")
+                ax.text(at, low - 0.05, what, va="bottom", fontsize=8)
             ax.set_xlabel("step")
             ax.set_ylabel("loss")
             ax.set_title("DiLoCo, 3 islands of 2 ranks, H = 10: --on-failure continue, then --join")

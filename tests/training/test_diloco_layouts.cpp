@@ -25,7 +25,7 @@ namespace st = strata::train;
 
 namespace {
 
-constexpr double kLossRel = 1e-5;
+using train_test::kLossRel;
 
 // 4 layers (2 per pipeline stage), 4 heads of 8, ctx 16; 8 sequences, 4 per island.
 std::vector<std::string> args(int h, const std::vector<std::string>& more) {
@@ -36,17 +36,7 @@ std::vector<std::string> args(int h, const std::vector<std::string>& more) {
               more);
 }
 
-std::vector<std::string> words(const std::string& s) {
-  std::istringstream in(s);
-  std::vector<std::string> out;
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
-
-struct TempDir {
-  std::string path = train_test::make_temp_dir("diloco-layouts");
-  ~TempDir() { train_test::remove_tree(path); }
-};
+using train_test::TempDir;
 
 // The parameters of island k's checkpoint in DIR, as bytes.
 std::string island_params(const std::string& dir, int k) {
@@ -65,7 +55,7 @@ const TrainRun& unsplit(int h, const std::string& extra) {
   static std::map<std::string, TrainRun> cache;
   const std::string key = std::to_string(h) + extra;
   auto [it, fresh] = cache.try_emplace(key);
-  if (fresh) it->second = run_train(2, args(h, words(extra)));
+  if (fresh) it->second = run_train(2, args(h, train_test::split_words(extra)));
   return it->second;
 }
 
@@ -107,8 +97,8 @@ TEST_P(DilocoLayouts, SplitIslandsEqualUnsplitOnes) {
   const Case& c = GetParam();
   const TrainRun& ref = unsplit(c.h, c.both);
   ASSERT_TRUE(ref.ok()) << ref.describe();
-  const std::vector<std::string> flags = plus(words(c.flags), words(c.both));
-  TempDir end;
+  const std::vector<std::string> flags = plus(train_test::split_words(c.flags), train_test::split_words(c.both));
+  TempDir end("diloco-layouts");
   TrainRun full = run_train(c.ranks, plus(args(c.h, flags), {"--save", end.path}), 120);
   ASSERT_TRUE(full.ok()) << full.describe();
   const double worst = expect_same_curve(full, ref);
@@ -124,19 +114,13 @@ TEST_P(DilocoLayouts, SplitIslandsEqualUnsplitOnes) {
   if (!c.resume) return;
 
   // Stopped at the outer step of step 10 and resumed: the uninterrupted run, bit for bit.
-  TempDir mid, again;
+  TempDir mid("diloco-layouts"), again("diloco-layouts");
   TrainRun first = run_train(c.ranks, plus(args(c.h, flags), {"--stop-at", "10", "--save", mid.path}), 120);
   ASSERT_TRUE(first.ok()) << first.describe();
   expect_islands_identical(mid.path, "at step 10");
   TrainRun second = run_train(c.ranks, plus(args(c.h, flags), {"--resume", mid.path, "--save", again.path}), 120);
   ASSERT_TRUE(second.ok()) << second.describe();
-  ASSERT_EQ(second.loss.begin()->first, 11) << second.describe();
-  for (int s = 1; s <= 20; ++s) {
-    const TrainRun& part = s <= 10 ? first : second;
-    ASSERT_TRUE(part.loss.count(s)) << "step " << s;
-    EXPECT_EQ(part.loss.at(s), full.loss.at(s)) << "step " << s;
-  }
-  EXPECT_EQ(second.val_loss.at(20), full.val_loss.at(20));
+  train_test::expect_resumed_bitwise(first, second, full, 10);
   auto sorted = [](std::vector<std::string> v) {  // the ranks' lines arrive in any order
     std::sort(v.begin(), v.end());
     return v;

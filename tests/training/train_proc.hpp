@@ -15,9 +15,15 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "tests/common/process.hpp"
 
 namespace train_test {
+
+// Golden runs: a layout that only changes the order of reductions gives the reference's
+// printed losses within this relative difference.
+inline constexpr double kLossRel = 1e-5;
 
 // A rank's closing line under model parallelism: where it sits and what it holds.
 struct RankEnd {
@@ -112,6 +118,35 @@ inline std::string make_temp_dir(const std::string& tag) {
   std::vector<char> b(t.begin(), t.end());
   b.push_back('\0');
   return mkdtemp(b.data()) ? std::string(b.data()) : std::string();
+}
+
+inline void remove_tree(const std::string& dir);
+
+// A temporary directory, removed with everything in it at the end of the scope.
+struct TempDir {
+  std::string path;
+  explicit TempDir(const std::string& tag = "run") : path(make_temp_dir(tag)) {}
+  ~TempDir() { remove_tree(path); }
+};
+
+// "--tp 2 --pp 2" -> {"--tp", "2", "--pp", "2"}
+inline std::vector<std::string> split_words(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+// A run stopped after step `stop` (`first`) and resumed to the end (`second`) printed the
+// uninterrupted run's losses, bit for bit, and its last validation loss.
+inline void expect_resumed_bitwise(const TrainRun& first, const TrainRun& second, const TrainRun& full, int stop) {
+  ASSERT_EQ(second.loss.begin()->first, stop + 1) << second.describe();
+  for (const auto& [s, loss] : full.loss) {
+    const TrainRun& part = s <= stop ? first : second;
+    ASSERT_TRUE(part.loss.count(s)) << "step " << s;
+    EXPECT_EQ(part.loss.at(s), loss) << "step " << s;
+  }
+  EXPECT_EQ(second.val_loss.rbegin()->second, full.val_loss.rbegin()->second);
 }
 
 inline std::string read_file(const std::string& path) {
