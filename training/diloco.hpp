@@ -114,6 +114,7 @@ class Diloco {
     std::vector<int> dead;    // the job's ranks that are gone
     int islands = 0;          // the islands that go on
     int step = 0;             // the outer step they go back to
+    std::vector<int> caught_up;  // of those (new indices), the ones that missed the end of its exchange
   };
   // After an OuterFailure, collective over the job's ranks still alive: the outer sync is
   // aborted, the job's communicator shrinks to them, the islands that are whole (and kept
@@ -148,6 +149,11 @@ class Diloco {
   // the rank at its coordinates), and every rank goes back to it on an outer sync over all
   // the islands. Returns the bytes all ranks sent.
   uint64_t settle(Trainer& trainer, ParallelGroups& groups, const Welcome& w);
+  // Collective over the job: each rank whose `takes` (by rank; whole islands) is set
+  // receives, from the rank at its coordinates in the first island that takes nothing,
+  // that rank's kept outer state and outer step, with `replica` also its kept replica
+  // (parameters, Adam moments, step, data position). The bytes all ranks sent.
+  uint64_t share_kept(const std::vector<char>& takes, ParallelGroups& groups, bool replica);
   // While islands are missing: rank 0 opens the door for their replacements at the job's
   // rendezvous (strata::LaunchInfo::rendezvous), if the job has one (collective).
   void wait_for_replacements();

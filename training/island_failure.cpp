@@ -35,34 +35,37 @@ Diloco::IslandLoss Diloco::go_on_without_lost_islands(Options& o, Trainer& train
   strata::Comm alive = job_.shrink();  // PeerError when the others left this rank out
   job_.destroy();
 
-  // Who is alive, and the outer step each kept.
+  // Who is alive, the outer step each kept and the step it is at.
   struct Entry {
-    int32_t rank;
-    int32_t kept;
+    int32_t rank, kept, step;
   };
-  const Entry mine{me, static_cast<int32_t>(kept_steps_)};
+  const Entry mine{me, static_cast<int32_t>(kept_steps_), trainer.step()};
   std::vector<Entry> all(static_cast<size_t>(alive.size()));
   alive.all_gather(&mine, all.data(), sizeof mine, strata::DataType::uint8);
-  std::vector<int> members(static_cast<size_t>(K), 0), kept(static_cast<size_t>(K), -1);
+  std::vector<int> members(static_cast<size_t>(K), 0), kept(static_cast<size_t>(K), -1), at(static_cast<size_t>(K), -1);
   std::vector<char> is_alive(static_cast<size_t>(ranks), 0);
   for (const Entry& e : all) {
     const size_t k = static_cast<size_t>(e.rank / size);
     ++members[k];
     kept[k] = std::max(kept[k], static_cast<int>(e.kept));
+    at[k] = std::max(at[k], static_cast<int>(e.step));
     is_alive[static_cast<size_t>(e.rank)] = 1;
   }
   IslandLoss r;
   for (int x = 0; x < ranks; ++x)
     if (!is_alive[static_cast<size_t>(x)]) r.dead.push_back(x);
-  // The whole islands go back to the latest outer step any of them kept; one that kept an
-  // earlier one (it missed an exchange the others completed) cannot, and stops too.
+  // The whole islands go back to the latest outer step any of them kept. One that kept the
+  // outer step before it, and is at that step, missed only the exchange's end (the dead
+  // rank sent to some islands before it died): it takes the result from one that has it.
   int back_to = -1;
   for (int k = 0; k < K; ++k)
     if (members[static_cast<size_t>(k)] == size) back_to = std::max(back_to, kept[static_cast<size_t>(k)]);
-  std::vector<char> goes_on(static_cast<size_t>(K), 0);
+  std::vector<char> goes_on(static_cast<size_t>(K), 0), behind(static_cast<size_t>(K), 0);
   for (int k = 0; k < K; ++k) {
-    goes_on[static_cast<size_t>(k)] = members[static_cast<size_t>(k)] == size && kept[static_cast<size_t>(k)] == back_to;
-    if (goes_on[static_cast<size_t>(k)]) ++r.islands;
+    const size_t x = static_cast<size_t>(k);
+    behind[x] = kept[x] == back_to - o.diloco_h && at[x] == back_to;
+    goes_on[x] = members[x] == size && (kept[x] == back_to || behind[x]);
+    if (goes_on[x]) ++r.islands;
     else r.lost.push_back(k);
   }
   const int mine_island = me / size;
@@ -71,13 +74,17 @@ Diloco::IslandLoss Diloco::go_on_without_lost_islands(Options& o, Trainer& train
     r.why = members[static_cast<size_t>(mine_island)] < size
                 ? "island " + std::to_string(mine_island) + " lost a rank"
                 : "island " + std::to_string(mine_island) + " kept outer step " + std::to_string(kept_steps_) +
-                      ", the others a later one";
+                      " and is at step " + std::to_string(trainer.step()) + ", the others kept step " +
+                      std::to_string(back_to);
   strata::Comm next = alive.split(r.stays ? 0 : strata::kSplitNoColor, started_as_);
   alive.destroy();
   if (!r.stays) return r;
 
   // A job of r.islands islands, numbered in their old order, each with its share.
   const int dp_per_island = o.dp / K, batch_per_island = o.batch / K;
+  std::vector<char> takes;  // by new rank: its island missed the exchange's end
+  for (int k = 0; k < K; ++k)
+    if (goes_on[static_cast<size_t>(k)]) takes.insert(takes.end(), static_cast<size_t>(size), behind[static_cast<size_t>(k)]);
   o.outer.islands = r.islands;
   o.dp = r.islands * dp_per_island;
   o.batch = r.islands * batch_per_island;
@@ -85,6 +92,16 @@ Diloco::IslandLoss Diloco::go_on_without_lost_islands(Options& o, Trainer& train
   island_ = job_.rank() / size;
   groups.reslice(island_ * dp_per_island, o.dp);
   trainer.reslice();
+  for (int k = 0; k < r.islands; ++k)
+    if (takes[static_cast<size_t>(k * size)]) r.caught_up.push_back(k);
+  if (!r.caught_up.empty()) {
+    // Its own state is the one at that step, before the exchange; the exchange's result,
+    // the outer state, comes from the rank at its coordinates in an island that has it,
+    // and replaces the parameters (--mix 0, one fragment: the whole buffer).
+    if (takes[static_cast<size_t>(job_.rank())]) kept_ = trainer.keep();
+    share_kept(takes, groups, false);
+    if (takes[static_cast<size_t>(job_.rank())]) kept_.params = kept_snapshot_;
+  }
   // Back to the last outer step, over the islands left: the new outer sync checks that
   // every rank starts from one model, the global one it kept.
   std::copy(kept_snapshot_.begin(), kept_snapshot_.end(), trainer.params());

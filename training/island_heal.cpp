@@ -105,43 +105,37 @@ Diloco::Healing Diloco::take_back(Options& o, Trainer& trainer, ParallelGroups& 
   return h;
 }
 
-uint64_t Diloco::settle(Trainer& trainer, ParallelGroups& groups, const Welcome& w) {
-  const int size = job_.size() / w.islands, me = job_.rank();
-  const bool new_here = w.newcomer[static_cast<size_t>(me)];
-  // Each rank's coordinates in its island: a newcomer's donor is the rank at the same ones in
-  // the first island that is not new.
+uint64_t Diloco::share_kept(const std::vector<char>& takes, ParallelGroups& groups, bool replica) {
+  const int size = job_.size() / o_.outer.islands, me = job_.rank();
+  // Each rank's coordinates in its island: a taker's donor is the rank at the same ones in
+  // the first island that takes nothing.
   const int32_t coords[3] = {groups.coord(kTp), groups.coord(kPp), groups.coord(kDp)};
   std::vector<int32_t> all(3 * static_cast<size_t>(job_.size()));
   between_islands([&] { job_.all_gather(coords, all.data(), 3, strata::DataType::int32); });
   int donor_island = 0;
-  while (w.newcomer[static_cast<size_t>(donor_island * size)]) ++donor_island;
+  while (takes[static_cast<size_t>(donor_island * size)]) ++donor_island;
   auto same_place = [&](int a, int b) {
     return std::memcmp(&all[3 * static_cast<size_t>(a)], &all[3 * static_cast<size_t>(b)], 3 * sizeof(int32_t)) == 0;
   };
-  // The old outer sync (over the islands that were left) has nothing in flight at an outer
-  // step's boundary; the new one is made below.
-  retire_outer(false);
-  if (shard_.valid()) shard_.destroy();
-
-  const size_t n = trainer.layout().padded_size();
-  if (new_here) {
-    kept_ = trainer.keep();  // sized as the donor's, which has the same layout
+  const size_t n = kept_.params.size();
+  if (takes[static_cast<size_t>(me)]) {
     kept_snapshot_.resize(n);
     kept_momentum_.resize(n);
   }
   uint64_t words[kWords] = {static_cast<uint64_t>(kept_.step), static_cast<uint64_t>(kept_steps_)};
   std::memcpy(words + 2, kept_.sampler.rng().state(), 4 * sizeof(uint64_t));
   words[6] = kept_.sampler.batches_drawn();
-  std::vector<float>* pieces[] = {&kept_.params, &kept_.m, &kept_.v, &kept_snapshot_, &kept_momentum_};
+  std::vector<std::vector<float>*> pieces = {&kept_snapshot_, &kept_momentum_};
+  if (replica) pieces.insert(pieces.begin(), {&kept_.params, &kept_.m, &kept_.v});
   uint64_t sent = 0;
   std::vector<strata::Request> sending;
   between_islands([&] {
     for (int r = 0; r < job_.size(); ++r) {
-      if (!w.newcomer[static_cast<size_t>(r)]) continue;
+      if (!takes[static_cast<size_t>(r)]) continue;
       const int donor = donor_island * size + (r % size);
       if (!same_place(r, donor))
-        throw TrainError("the replacement rank " + std::to_string(r) + " has other coordinates than rank " +
-                         std::to_string(donor) + " of island " + std::to_string(donor_island));
+        throw TrainError("rank " + std::to_string(r) + " has other coordinates than rank " + std::to_string(donor) +
+                         " of island " + std::to_string(donor_island) + ", whose state it was to take");
       if (me == donor) {
         sending.push_back(job_.send_async(words, kWords, strata::DataType::uint64, r));
         for (std::vector<float>* v : pieces) {
@@ -156,11 +150,25 @@ uint64_t Diloco::settle(Trainer& trainer, ParallelGroups& groups, const Welcome&
     }
     for (strata::Request& q : sending) q.wait();
   });
-  if (new_here) {
-    kept_.step = static_cast<int>(words[0]);
+  if (takes[static_cast<size_t>(me)]) {
     kept_steps_ = static_cast<long long>(words[1]);
-    kept_.sampler.restore(words + 2, words[6]);
+    if (replica) {
+      kept_.step = static_cast<int>(words[0]);
+      kept_.sampler.restore(words + 2, words[6]);
+    }
   }
+  uint64_t total = 0;
+  between_islands([&] { job_.all_reduce(&sent, &total, 1, strata::DataType::uint64, strata::ReduceOp::sum); });
+  return total;
+}
+
+uint64_t Diloco::settle(Trainer& trainer, ParallelGroups& groups, const Welcome& w) {
+  // The old outer sync (over the islands that were left) has nothing in flight at an outer
+  // step's boundary; the new one is made below.
+  retire_outer(false);
+  if (shard_.valid()) shard_.destroy();
+  if (w.newcomer[static_cast<size_t>(job_.rank())]) kept_ = trainer.keep();  // sized as the donor's: the same layout
+  const uint64_t bytes = share_kept(w.newcomer, groups, true);
   // Every island goes back to the same outer step, on an outer sync over all of them.
   std::copy(kept_snapshot_.begin(), kept_snapshot_.end(), trainer.params());
   between_islands([&] {
@@ -168,9 +176,7 @@ uint64_t Diloco::settle(Trainer& trainer, ParallelGroups& groups, const Welcome&
     outer_.load_state(kept_snapshot_.data(), kept_momentum_.data(), kept_steps_);
   });
   trainer.restore(kept_);
-  uint64_t total = 0;
-  between_islands([&] { job_.all_reduce(&sent, &total, 1, strata::DataType::uint64, strata::ReduceOp::sum); });
-  return total;
+  return bytes;
 }
 
 }  // namespace strata::train

@@ -156,16 +156,21 @@ int run(int argc, char** argv) {
       if (!loss.stays) throw st::TrainError(loss.why + ": it stops, and the whole islands go on without it");
       shrunk = true;
       root = diloco->job_rank() == 0;
-      settled = trainer->step();
-      std::string lost, dead;
+      // Every island left is at the outer step it went back to, whether or not it had passed
+      // it before: the step is settled, and the door (just opened) is looked at from the next.
+      settled = door_checked = trainer->step();
+      std::string lost, dead, caught_up;
       for (int k : loss.lost) lost += (lost.empty() ? "" : ", ") + std::to_string(k);
       for (int x : loss.dead) dead += (dead.empty() ? "" : ", ") + std::to_string(x);
+      for (int k : loss.caught_up) caught_up += " " + std::to_string(k);
+      if (!caught_up.empty())
+        caught_up = "; island" + caught_up + " (as numbered now) missed the end of that exchange and took its result";
       if (root)
         std::printf("step %5d: island%s %s of %d stopped (rank%s %s gone); %d islands go on from the outer step of "
-                    "step %d (steps %d-%d lost) with the global batch of %d | %.2f s | the failure: %s\n",
+                    "step %d (steps %d-%d lost)%s with the global batch of %d | %.2f s | the failure: %s\n",
                     at, loss.lost.size() > 1 ? "s" : "", lost.c_str(), islands, loss.dead.size() > 1 ? "s" : "",
-                    dead.c_str(), loss.islands, loss.step, loss.step + 1, at, o.batch, now_s() - t0,
-                    failure.what());
+                    dead.c_str(), loss.islands, loss.step, loss.step + 1, at, caught_up.c_str(), o.batch,
+                    now_s() - t0, failure.what());
       return false;
     } catch (const strata::PeerError& peer) {  // a rank died or stopped (TimeoutError too)
       if (o.on_failure == "continue")  // inside this rank's island

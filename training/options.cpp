@@ -334,6 +334,9 @@ void validate_options(Options& o, int world, bool launched) {
   if (o.on_failure == "continue" && o.diloco_h == 0)
     throw TrainError("--on-failure continue is for DiLoCo's islands (--diloco-h, --islands): an island that loses a "
                      "rank stops and the others go on; without islands, --on-failure shrink");
+  if (o.on_failure == "continue" && (o.outer.fragments > 1 || o.outer.overlap > 0 || o.outer.mix > 0))
+    throw TrainError("--on-failure continue goes back to the last outer step, where every replica holds the global "
+                     "model: it needs plain DiLoCo (--fragments 1, --overlap 0, --mix 0)");
   if (o.join && (o.on_failure != "continue" || !launched))
     throw TrainError("--join replaces a rank of an island that was lost: it needs --diloco-h with --on-failure "
                      "continue, and the launcher variables of the rank it replaces");
