@@ -44,6 +44,8 @@ class AdamW {
 
   Buffer<float>& m() { return m_; }
   Buffer<float>& v() { return v_; }
+  const Buffer<float>& m() const { return m_; }
+  const Buffer<float>& v() const { return v_; }
   size_t state_bytes() const { return m_.bytes() + v_.bytes(); }
 
  private:

@@ -22,22 +22,20 @@ std::vector<Segment> of_tensor(const std::vector<Segment>& segs, const TensorInf
 
 }  // namespace
 
-std::vector<float> Trainer::host_copy(Section s) {
+std::vector<float> Trainer::host_copy(Section s) const {
   return (s == Section::params ? params_ : s == Section::adam_m ? opt_.m() : opt_.v()).to_host();
 }
 
-void Trainer::gather_whole(Section s, const std::function<void(int, const float*)>& emit) {
+void Trainer::gather_whole(const float* src, bool sharded, const std::function<void(int, const float*)>& emit) {
   Group& world = groups_.world();
   const RankGrid& grid = groups_.grid();
   const bool root = world.rank() == 0;
   const int T = o_.tp, P = o_.pp, D = groups_.size(kDp);  // fewer than --dp after a shrink
-  const std::vector<float> staged = host_copy(s);
-  const float* src = staged.data();
-  // What a data-parallel rank sends of its tensors: the parameters and unsharded moments
-  // from rank 0, sharded moments from every rank (its slices). The state offset indexes
-  // `src` in every case (for parameters it is the flat offset).
+  // What a data-parallel rank sends of its tensors: a parameter-shaped buffer from rank 0,
+  // sharded moments from every rank (its slices). The state offset indexes `src` in every
+  // case (for a parameter-shaped buffer it is the flat offset).
   auto sends = [&](const ParamLayout& l, int dp_rank) -> std::vector<Segment> {
-    if (s == Section::params || o_.zero == 0) return dp_rank == 0 ? l.all_segments() : std::vector<Segment>{};
+    if (!sharded) return dp_rank == 0 ? l.all_segments() : std::vector<Segment>{};
     return l.shard_segments(dp_rank, false);
   };
   // Rank 0 knows every rank's layout, since layouts follow from the options alone.
@@ -93,12 +91,26 @@ void Trainer::gather_whole(Section s, const std::function<void(int, const float*
   for (auto& r : pending) r.wait();
 }
 
+Trainer::Kept Trainer::keep() const {
+  return {host_copy(Section::params), host_copy(Section::adam_m), host_copy(Section::adam_v), step_, sampler_};
+}
+
+void Trainer::restore(const Kept& k) {
+  // In place: the model chunks and the outer sync hold pointers into these buffers.
+  k_.upload(params_.data(), k.params.data(), params_.bytes());
+  k_.upload(opt_.m().data(), k.m.data(), opt_.m().bytes());
+  k_.upload(opt_.v().data(), k.v.data(), opt_.v().bytes());
+  step_ = k.step;
+  sampler_ = k.sampler;
+}
+
 void Trainer::save(const std::string& dir) {
   const bool root = groups_.world().rank() == 0;
   std::unique_ptr<CheckpointWriter> w;
   if (root) w = std::make_unique<CheckpointWriter>(dir);
+  // The moments are sharded under ZeRO (each data-parallel rank holds its slices).
   for (Section s : {Section::params, Section::adam_m, Section::adam_v})
-    gather_whole(s, [&](int id, const float* whole) {
+    gather_whole(host_copy(s).data(), s != Section::params && o_.zero > 0, [&](int id, const float* whole) {
       w->append(whole, layout_.tensor(id).full_size);
     });
   if (root) w->commit(checkpoint_header());
@@ -141,28 +153,34 @@ void check_checkpoint_matches(const CheckpointHeader& h, const Options& o) {
                      ", nothing left to do for --steps " + std::to_string(o.steps));
 }
 
+void Trainer::read_pieces(const std::function<void(size_t, size_t, float*)>& read, float* flat) const {
+  const ModelPartition& part = layout_.partition();
+  std::fill(flat, flat + layout_.padded_size(), 0.0f);
+  for (int id = 0; id < tensor_count(o_.model); ++id) {
+    if (!layout_.holds(id)) continue;
+    const TensorInfo& t = layout_.tensor(id);
+    for (const ShardRun& run : shard_runs(t, part.tp, part.tp_rank))
+      read(canonical_offset_[id] + run.whole, run.len, flat + t.offset + run.local);
+  }
+}
+
 void Trainer::load(const CheckpointReader& r) {
   const CheckpointHeader& h = r.header();
   check_checkpoint_matches(h, o_);
   if (h.num_params != layout_.model_params()) throw TrainError("checkpoint parameter count differs");
-  const ModelPartition& part = layout_.partition();
-  std::vector<float> piece;
-  for (Section s : {Section::params, Section::adam_m, Section::adam_v}) {
-    for (int id = 0; id < tensor_count(o_.model); ++id) {
-      if (!layout_.holds(id)) continue;
-      const TensorInfo& t = layout_.tensor(id);
-      piece.assign(t.size, 0.0f);
-      for (const ShardRun& run : shard_runs(t, part.tp, part.tp_rank))
-        r.read(s, canonical_offset_[id] + run.whole, run.len, piece.data() + run.local);
-      if (s == Section::params) {
-        k_.upload(params_.data() + t.offset, piece.data(), t.size * sizeof(float));
-        continue;
-      }
-      // The moments this rank's optimizer keeps (all, or its ZeRO slices).
-      float* state = (s == Section::adam_m ? opt_.m() : opt_.v()).data();
-      for (const Segment& g : of_tensor(sync_.segments(), t))
-        k_.upload(state + g.state, piece.data() + (g.param - t.offset), g.len * sizeof(float));
-    }
+  // Read on the host, then copied into the kernels' memory.
+  auto section = [&](Section s) {
+    return [&r, s](size_t first, size_t n, float* out) { r.read(s, first, n, out); };
+  };
+  std::vector<float> flat(layout_.padded_size());
+  read_pieces(section(Section::params), flat.data());
+  k_.upload(params_.data(), flat.data(), params_.bytes());
+  // The moments this rank's optimizer keeps (all, or its ZeRO slices).
+  for (Section s : {Section::adam_m, Section::adam_v}) {
+    read_pieces(section(s), flat.data());
+    float* state = (s == Section::adam_m ? opt_.m() : opt_.v()).data();
+    for (const Segment& g : sync_.segments())
+      k_.upload(state + g.state, flat.data() + g.param, g.len * sizeof(float));
   }
   step_ = static_cast<int>(h.step);
   sampler_.restore(h.data_rng, h.batches_drawn);
