@@ -2,7 +2,7 @@
 // (Execution::host_task) that runs the functors as loops with one lane per row, and the
 // matrix products with the OpenBLAS the host kernels use, over the task's views of device
 // memory. The arithmetic and its order are the host kernels', so the emulated backend
-// gives the host's results (docs/training.md, "On a device").
+// gives the host's results (docs/training.md, "Devices").
 #include <cblas.h>
 
 #include <type_traits>
