@@ -1,20 +1,25 @@
 // strata-train on a device backend, end to end, on the emulated backend: the same losses
 // as the host run, with the streams delayed at random too; checkpoints that move between
-// the host and the device without losing a bit; devices that cannot be had, refused.
+// the host and the device without losing a bit; devices that cannot be had, refused. And
+// the MFU's two numbers: FLOPs per token and the card's peak.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "device/mfu.hpp"
+#include "layout.hpp"
 #include "train_proc.hpp"
 
 using train_test::plus;
 using train_test::rel_diff;
 using train_test::run_train;
 using train_test::TrainRun;
+namespace st = strata::train;
 
 namespace {
 
@@ -134,3 +139,37 @@ TEST(DeviceRuns, DevicesThatCannotBeHadAreRefused) {
 }
 
 }  // namespace
+
+// The MFU's FLOPs per token against a count made another way: 2 FLOPs per weight of every
+// matrix a token meets in the forward (each layer's 2-D tensors of the layout, and the
+// tied head, wte, used once more as the output projection), plus the attention's two
+// products over the whole T x T square (2 T C each per token and layer), times 3 for the
+// backward (PaLM's count).
+TEST(Mfu, FlopsPerTokenCountsEveryProductOfTheModel) {
+  for (const st::ModelConfig m : {st::ModelConfig{}, st::ModelConfig{256, 1024, 12, 12, 768},
+                                  st::ModelConfig{256, 16, 2, 2, 24}}) {
+    const st::ParamLayout layout(m, 1, 1 << 20);
+    double matrix_weights = 0;
+    for (const st::TensorInfo& t : layout.tensors())
+      if (t.shape.size() == 2 && t.name.rfind("h.", 0) == 0) matrix_weights += static_cast<double>(t.full_size);
+    matrix_weights += static_cast<double>(m.vocab) * m.dim;  // the head
+    const double attention = 2.0 * 2 * m.layers * m.ctx * m.dim;
+    const double want = 3 * (2 * matrix_weights + attention);
+    EXPECT_DOUBLE_EQ(st::flops_per_token(m), want) << m.layers << " layers, dim " << m.dim << ", ctx " << m.ctx;
+  }
+}
+
+// The card's peak: the more specific names first (an H100 PCIe is not an SXM), CUDA's names
+// as the driver gives them, and none for a card not in the table.
+TEST(Mfu, PeakOfEachCardByItsCudaName) {
+  const std::vector<std::tuple<std::string, bool, double>> cases = {
+      {"NVIDIA H100 80GB HBM3", true, 989}, {"NVIDIA H100 80GB HBM3", false, 67}, {"NVIDIA H100 PCIe", true, 756},
+      {"NVIDIA H100 NVL", true, 835},       {"NVIDIA H200", true, 989},           {"NVIDIA H200 NVL", true, 835},
+      {"NVIDIA A100-SXM4-80GB", true, 312}, {"NVIDIA A100-SXM4-80GB", false, 19.5}};
+  for (const auto& [name, bf16, tflops] : cases) {
+    const auto p = st::peak_flops(name, bf16);
+    ASSERT_TRUE(p) << name;
+    EXPECT_EQ(p->tflops, tflops) << name << (bf16 ? " bf16" : " fp32");
+  }
+  EXPECT_FALSE(st::peak_flops("NVIDIA GeForce RTX 4090", true));
+}
