@@ -124,8 +124,8 @@ class CudaLaunch {
                  "cublasSgemmStridedBatched");
       return;
     }
-    const void* a = to_bf16(g.A, span(g.trans_a ? g.K : g.M, g.lda, g.stride_a, g.batch), bf16_a_, cap_a_);
-    const void* b = to_bf16(g.B, span(g.trans_b ? g.N : g.K, g.ldb, g.stride_b, g.batch), bf16_b_, cap_b_);
+    const void* a = to_bf16(g.A, g.span_a(), bf16_a_, cap_a_);
+    const void* b = to_bf16(g.B, g.span_b(), bf16_b_, cap_b_);
     check_blas(cublasGemmStridedBatchedEx(blas_, tb, ta, g.N, g.M, g.K, &g.alpha, b, CUDA_R_16BF, g.ldb,
                                           static_cast<long long>(g.stride_b), a, CUDA_R_16BF, g.lda,
                                           static_cast<long long>(g.stride_a), &g.beta, g.C, CUDA_R_32F, g.ldc,
@@ -138,10 +138,6 @@ class CudaLaunch {
   size_t reduction_rows(size_t n) const { return (n + 4095) / 4096; }
 
  private:
-  // The floats a batch of row-major matrices of `rows` rows spans.
-  static size_t span(int rows, int ld, size_t stride, int batch) {
-    return static_cast<size_t>(batch - 1) * stride + static_cast<size_t>(rows) * ld;
-  }
   // The first n floats from src as bf16 in `buf` (grown as needed), the layout kept.
   const void* to_bf16(const float* src, size_t n, void*& buf, size_t& cap) const {
     if (cap < n) {

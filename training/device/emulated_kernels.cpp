@@ -10,6 +10,7 @@
 
 #include "device/choose.hpp"
 #include "device/functor_kernels.hpp"
+#include "errors.hpp"
 
 namespace strata::train {
 namespace {
@@ -36,6 +37,9 @@ class EmulatedLaunch {
   }
 
   void gemm(const Gemm& g) const {
+    check_inside("A", g.A, g.span_a());
+    check_inside("B", g.B, g.span_b());
+    check_inside("C", g.C, g.span_c());
     const void* ptrs[] = {g.A, g.B, g.C};
     d_.backend().execution().host_task(d_.stream(), ptrs, 3, [g](void* const* views) {
       const auto* a = static_cast<const float*>(views[0]);
@@ -67,6 +71,19 @@ class EmulatedLaunch {
                                          });
                                          body(g);
                                        });
+  }
+
+  // An operand's span (Gemm::span_a...) inside its allocation: OpenBLAS on the whole
+  // mapping would not notice an overrun; a GPU, and CUDA's bf16 conversion of the span,
+  // would. (The emulated allocations are whole pages: only an overrun past the last page
+  // is seen.)
+  void check_inside(const char* operand, const float* p, size_t floats) const {
+    const strata::device::PointerInfo info = d_.backend().memory().query(p);
+    const auto* end = reinterpret_cast<const char*>(p + floats);
+    if (info.base && end > static_cast<const char*>(info.base) + info.length)
+      throw TrainError(std::string("matrix product: operand ") + operand + " spans " + std::to_string(floats) +
+                       " floats from " + strata::device::address_text(p) + ", past the end of its allocation (" +
+                       std::to_string(info.length) + " bytes at " + strata::device::address_text(info.base) + ")");
   }
 
   const OnDevice& d_;
