@@ -42,6 +42,26 @@ else
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# cuBLAS for libstrata-train-cuda.so (--device cuda): the toolkit's where its run path
+# finds it, else the one PyTorch's NVIDIA wheels carry.
+cuda_lib="$build/lib/libstrata-train-cuda.so"
+if [ $dry -eq 0 ] && [ -f "$cuda_lib" ] && ldd "$cuda_lib" | grep -q 'libcublas.*not found'; then
+  wheels=$("$py" - <<'PY' 2>/dev/null
+import glob, os
+import nvidia
+for d in nvidia.__path__:
+    for f in sorted(glob.glob(os.path.join(d, "**", "libcublas.so.*"), recursive=True)):
+        print(os.path.dirname(f))
+        raise SystemExit
+PY
+)
+  if [ -n "$wheels" ]; then
+    export LD_LIBRARY_PATH=$wheels${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    echo "cuBLAS from $wheels"
+  else
+    echo "no cuBLAS for $cuda_lib (neither on its run path nor in $py's nvidia wheels): --device cuda will fail"
+  fi
+fi
 failed=0
 step() { echo "== $1"; }
 verdict() { if [ "$1" -eq 0 ]; then echo "-- passed"; else echo "-- FAILED"; failed=1; fi; }
@@ -119,8 +139,10 @@ verdict $?
 for mode in $modes; do
   flag=$([ $mode = eager ] || echo --compile)
   timeout 120 "$py" "$root/perf/peers/torch/gpt_speed.py" $gpt2 --steps 10 --warmup 3 --precision $low \
-    --device $torch_dev --data "$data" $flag | tee "$tmp/torch_$mode"
-  verdict $?
+    --device $torch_dev --data "$data" $flag > "$tmp/torch_$mode" 2>&1
+  rc=$?
+  cat "$tmp/torch_$mode"
+  verdict $rc
 done
 # The comparison, from what ran: MFU of PyTorch from ours (the same model, so the same
 # FLOPs per token).
