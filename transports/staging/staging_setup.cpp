@@ -1,0 +1,77 @@
+// The staging row's setup: each link wraps the host link of its pair (made before any
+// device row's). The connection info each rank sends is its chunk size; both ends use the
+// smaller, so they cut every transfer alike (the host link matches transfers by order and
+// size).
+#include <cstring>
+
+#include "ground/device/backend.hpp"
+#include "ground/settings.hpp"
+#include "strata/error.hpp"
+#include "transports/link_setup.hpp"
+#include "transports/staging/staging_link.hpp"
+
+namespace strata {
+
+namespace {
+
+struct StagingInfo {
+  uint32_t magic;  // "SST1"
+  uint32_t version;
+  uint64_t chunk_bytes;
+  static constexpr uint32_t kMagic = 0x31545353;
+};
+
+std::string who(int peer) { return "rank " + std::to_string(peer); }
+
+class StagingSetup final : public LinkSetup {
+ public:
+  explicit StagingSetup(const SetupContext& ctx)
+      : ctx_(ctx),
+        chunk_(static_cast<size_t>(settings::integer("STRATA_STAGING_CHUNK_BYTES"))),
+        slots_(static_cast<size_t>(settings::integer("STRATA_STAGING_SLOTS"))),
+        chunks_(static_cast<size_t>(ctx.nranks), 0) {
+    if (chunk_ % 64 != 0)
+      throw InvalidArgument("STRATA_STAGING_CHUNK_BYTES=" + std::to_string(chunk_) + " is not a multiple of 64");
+    if (!ctx.host_links) throw InternalError("staging set up without the host links it wraps");
+  }
+
+  std::vector<char> local_info(int) override {
+    const StagingInfo info{StagingInfo::kMagic, 1, chunk_};
+    std::vector<char> out(sizeof info);
+    std::memcpy(out.data(), &info, sizeof info);
+    return out;
+  }
+
+  std::unique_ptr<Link> connect(int peer, const std::vector<char>& remote) override {
+    StagingInfo theirs{};
+    if (remote.size() != sizeof theirs) throw SystemError("unexpected staging connection info from " + who(peer));
+    std::memcpy(&theirs, remote.data(), sizeof theirs);
+    if (theirs.magic != StagingInfo::kMagic || theirs.version != 1 || theirs.chunk_bytes == 0 || theirs.chunk_bytes % 64)
+      throw SystemError("unexpected staging connection info from " + who(peer) + " (a different Strata version?)");
+    Link* host = (*ctx_.host_links)[static_cast<size_t>(peer)].get();
+    if (!host) throw InternalError("staging to " + who(peer) + ": no host link to wrap");
+    const size_t chunk = std::min<size_t>(chunk_, theirs.chunk_bytes);
+    chunks_[static_cast<size_t>(peer)] = chunk;
+    return std::make_unique<StagingLink>(peer, *host, chunk, slots_);
+  }
+
+  std::string describe(int peer) const override {
+    return "over " + std::string((*ctx_.host_links)[static_cast<size_t>(peer)]->name()) + ", chunks of " +
+           std::to_string(chunks_[static_cast<size_t>(peer)]) + " B, " + std::to_string(slots_) + " pinned slots each way";
+  }
+
+ private:
+  SetupContext ctx_;
+  size_t chunk_, slots_;
+  std::vector<size_t> chunks_;  // by peer: the chunk size both ends use
+};
+
+}  // namespace
+
+const LinkSetupTransport kStagingTransport{
+    device::backend_possible,
+    nullptr,
+    [](const SetupContext& ctx) -> std::unique_ptr<LinkSetup> { return std::make_unique<StagingSetup>(ctx); },
+};
+
+}  // namespace strata
