@@ -53,6 +53,21 @@ strata::Link& LinkRank::device(int peer) {
   return *l;
 }
 
+void fail(const std::string& what) { throw std::runtime_error(what); }
+
+std::vector<int> peers_of(const LinkRank& me) {
+  std::vector<int> p;
+  for (int r = 0; r < me.nranks; ++r)
+    if (r != me.rank) p.push_back(r);
+  return p;
+}
+
+std::vector<strata::Link*> links_of(LinkRank& me) {
+  std::vector<strata::Link*> l;
+  for (int p : peers_of(me)) l.push_back(&me.device(p));
+  return l;
+}
+
 bool add_scenario(const std::string& name, Scenario run) {
   scenarios()[name] = std::move(run);
   return true;

@@ -6,6 +6,7 @@
 // engine runs: a scenario posts transfers and drives the links itself.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -38,6 +39,16 @@ struct RankSpec {
 std::vector<ProcResult> run_job(const std::string& scenario, const std::vector<RankSpec>& ranks,
                                 const std::map<std::string, std::string>& env = {},
                                 const std::function<void(std::vector<Process>&)>& meanwhile = {}, double deadline_s = 90);
+
+// What scenarios share: failing with a message (callers that check per byte build it only
+// on failure), the peers and their device links, and the bytes rank `from` sends rank
+// `to` as byte i of its transfer k.
+[[noreturn]] void fail(const std::string& what);
+std::vector<int> peers_of(const LinkRank& me);
+std::vector<strata::Link*> links_of(LinkRank& me);
+inline uint8_t pattern(int from, int to, size_t k, size_t i) {
+  return static_cast<uint8_t>(from * 97 + to * 13 + k * 31 + i * 7 + (i >> 8));
+}
 
 // Progresses `links` until every one is idle; throws naming the scenario's state when
 // nothing is left moving within `seconds`.

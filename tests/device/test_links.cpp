@@ -33,27 +33,6 @@ using strata::Link;
 using strata::ReduceOp;
 using strata::Reduction;
 
-// Checks run per byte: callers build the message only when `ok` is false.
-[[noreturn]] void fail(const std::string& what) { throw std::runtime_error(what); }
-
-std::vector<int> peers_of(const LinkRank& me) {
-  std::vector<int> p;
-  for (int r = 0; r < me.nranks; ++r)
-    if (r != me.rank) p.push_back(r);
-  return p;
-}
-
-std::vector<Link*> links_of(LinkRank& me) {
-  std::vector<Link*> l;
-  for (int p : peers_of(me)) l.push_back(&me.device(p));
-  return l;
-}
-
-// What rank `from` sends rank `to` as byte i of its transfer k.
-uint8_t pattern(int from, int to, size_t k, size_t i) {
-  return static_cast<uint8_t>(from * 97 + to * 13 + k * 31 + i * 7 + (i >> 8));
-}
-
 // The chunk size the cases are cut around: the job's LINK_TEST_CHUNK when its ranks'
 // settings differ (the cases must be the same on every rank), else the setting.
 size_t chunk_setting() {

@@ -205,11 +205,11 @@ void IpcLink::release_retired() {
   }
 }
 
-void IpcLink::check_peer_alive() {
+bool IpcLink::peer_closed() const {
   char c;
   const ssize_t n = ::recv(sock_.get(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n == 0) fail("socket: closed by the peer (its process ended)");
   if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) fail(std::string("socket: ") + std::strerror(errno));
+  return n == 0;
 }
 
 bool IpcLink::progress() {
@@ -223,8 +223,11 @@ bool IpcLink::progress() {
   const bool waiting_for_peer = !sends_.empty() || (!recvs_.empty() && recvs_.back().ticket == 0);
   if (moved || !waiting_for_peer) {
     quiet_polls_ = 0;
-  } else if (++quiet_polls_ % kPollsPerLivenessCheck == 0) {
-    check_peer_alive();
+  } else if (++quiet_polls_ % kPollsPerLivenessCheck == 0 && peer_closed()) {
+    // What the peer published or acknowledged before it ended still counts: its memory
+    // stays mapped here.
+    moved = complete_sends() | start_recvs();
+    if (!moved) fail("socket: closed by the peer (its process ended)");
   }
   return moved;
 }

@@ -73,8 +73,9 @@ class IpcLink final : public Link {
   // The peer's memory a descriptor names, mapped (the receive `seq` uses it).
   const char* source(const IpcDescriptor& d, uint64_t seq);
   void unimport(const Mapping& m);
-  // A peer whose socket closed is gone (checked now and then while nothing moves).
-  void check_peer_alive();
+  // The peer's end of the socket is closed: its process ended (asked now and then while
+  // this link waits for the peer and nothing moves).
+  bool peer_closed() const;
   [[noreturn]] void fail(const std::string& what) const;
 
   net::Fd sock_;
