@@ -80,14 +80,17 @@ extern const LinkSetupTransport kIbverbsTransport;  // transports/ibverbs
 extern const LinkSetupTransport kIpcTransport;      // transports/ipc
 extern const LinkSetupTransport kStagingTransport;  // transports/staging
 
-// A transport that needs no library and offers no capability: its setup is a `Setup`,
-// made from the context (shm, tcp).
-template <class Setup>
-inline constexpr LinkSetupTransport kAlwaysThere{
-    nullptr,
+// A transport that needs no library: its setup is a `Setup`, made from the context, and
+// it offers what `offers` says (ipc, staging: a device backend may exist), or nothing.
+template <class Setup, bool (*offers)()>
+inline constexpr LinkSetupTransport kOffering{
+    offers,
     nullptr,
     [](const SetupContext& ctx) -> std::unique_ptr<LinkSetup> { return std::make_unique<Setup>(ctx); },
 };
+// One that offers no capability (shm, tcp).
+template <class Setup>
+inline constexpr LinkSetupTransport kAlwaysThere = kOffering<Setup, nullptr>;
 
 // The stub of a transport built without its library: it never offers RDMA, and forcing or
 // creating it calls `missing`, which throws a SystemError saying what to install.

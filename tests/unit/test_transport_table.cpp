@@ -34,25 +34,35 @@ std::optional<std::string> documented(bool same_host, uint8_t wa, uint8_t ca, ui
 
 TransportOffer offer(uint8_t wanted, uint8_t caps) { return {TransportOffer::kMagic, 1, wanted, caps, 0}; }
 
-TEST(TransportTable, EveryPairChoosesWhatTheRulesSay) {
-  int checked = 0;
+// Calls `check(same_host, wanted a, caps a, wanted b, caps b, what)` for every pair of
+// offers (`what` describes it); returns how many.
+template <class Check>
+int for_every_pair_of_offers(const Check& check) {
+  int pairs = 0;
   for (bool same : {false, true})
     for (uint8_t wa : {kAuto, kShm, kTcp, kUcx, kIb, kUnknown})
       for (uint8_t wb : {kAuto, kShm, kTcp, kUcx, kIb, kUnknown})
         for (uint8_t ca = 0; ca < 8; ++ca)
-          for (uint8_t cb = 0; cb < 8; ++cb) {
-            const std::optional<std::string> want = documented(same, wa, ca, wb, cb);
-            const std::string what = "same host " + std::to_string(same) + ", wanted " + std::to_string(wa) + "/" +
-                                     std::to_string(wb) + ", caps " + std::to_string(ca) + "/" + std::to_string(cb);
-            if (!want) {
-              EXPECT_THROW(choose(MemoryKind::host, same, offer(wa, ca), offer(wb, cb), 0, 1), InvalidArgument) << what;
-              continue;
-            }
-            const TransportRow* got = choose(MemoryKind::host, same, offer(wa, ca), offer(wb, cb), 0, 1);
-            ASSERT_NE(got, nullptr) << what;
-            EXPECT_EQ(got->name, *want) << what;
-            ++checked;
-          }
+          for (uint8_t cb = 0; cb < 8; ++cb, ++pairs)
+            check(same, wa, ca, wb, cb,
+                  "same host " + std::to_string(same) + ", wanted " + std::to_string(wa) + "/" + std::to_string(wb) +
+                      ", caps " + std::to_string(ca) + "/" + std::to_string(cb));
+  return pairs;
+}
+
+TEST(TransportTable, EveryPairChoosesWhatTheRulesSay) {
+  int checked = 0;
+  for_every_pair_of_offers([&](bool same, uint8_t wa, uint8_t ca, uint8_t wb, uint8_t cb, const std::string& what) {
+    const std::optional<std::string> want = documented(same, wa, ca, wb, cb);
+    if (!want) {
+      EXPECT_THROW(choose(MemoryKind::host, same, offer(wa, ca), offer(wb, cb), 0, 1), InvalidArgument) << what;
+      return;
+    }
+    const TransportRow* got = choose(MemoryKind::host, same, offer(wa, ca), offer(wb, cb), 0, 1);
+    ASSERT_NE(got, nullptr) << what;
+    EXPECT_EQ(got->name, *want) << what;
+    ++checked;
+  });
   EXPECT_GT(checked, 500);
 }
 
@@ -81,18 +91,11 @@ std::string documented_device(bool same_host, uint8_t ca, uint8_t cb) {
 }
 
 TEST(TransportTable, DeviceMemoryGoesByIpcOnOneHostAndStagingBetweenHosts) {
-  int checked = 0;
-  for (bool same : {false, true})
-    for (uint8_t wa : {kAuto, kShm, kTcp, kUcx, kIb, kUnknown})
-      for (uint8_t wb : {kAuto, kShm, kTcp, kUcx, kIb, kUnknown})
-        for (uint8_t ca = 0; ca < 8; ++ca)
-          for (uint8_t cb = 0; cb < 8; ++cb) {
-            const std::string what = "same host " + std::to_string(same) + ", wanted " + std::to_string(wa) + "/" +
-                                     std::to_string(wb) + ", caps " + std::to_string(ca) + "/" + std::to_string(cb);
-            const TransportRow* got = choose(MemoryKind::device, same, offer(wa, ca), offer(wb, cb), 0, 1);
-            EXPECT_EQ(got ? std::string(got->name) : "none", documented_device(same, ca, cb)) << what;
-            ++checked;
-          }
+  const int checked =
+      for_every_pair_of_offers([](bool same, uint8_t wa, uint8_t ca, uint8_t wb, uint8_t cb, const std::string& what) {
+        const TransportRow* got = choose(MemoryKind::device, same, offer(wa, ca), offer(wb, cb), 0, 1);
+        EXPECT_EQ(got ? std::string(got->name) : "none", documented_device(same, ca, cb)) << what;
+      });
   EXPECT_GT(checked, 4000);
   // The host kind is unchanged by the device capability (its rows ignore the bit).
   EXPECT_EQ(choose(MemoryKind::host, true, offer(kAuto, kOfferDevice), offer(kAuto, kOfferDevice), 0, 1)->name,

@@ -21,6 +21,7 @@
 #include "ground/fd_passing.hpp"
 #include "ground/settings.hpp"
 #include "strata/error.hpp"
+#include "transports/agreed_size.hpp"
 #include "transports/ipc/ipc_link.hpp"
 #include "transports/link_setup.hpp"
 
@@ -28,12 +29,7 @@ namespace strata {
 
 namespace {
 
-struct IpcInfo {
-  uint32_t magic;  // "SIP1"
-  uint32_t version;
-  uint64_t cache_entries;
-  static constexpr uint32_t kMagic = 0x31504953;
-};
+constexpr SizeProposal kCacheEntries{"ipc", 0x31504953 /* "SIP1" */, 1};
 
 struct IpcHello {
   uint32_t magic;  // "SIH1"
@@ -76,20 +72,10 @@ class IpcSetup final : public LinkSetup {
     entries_.assign(static_cast<size_t>(ctx.nranks), 0);
   }
 
-  std::vector<char> local_info(int) override {
-    const IpcInfo info{IpcInfo::kMagic, 1, cache_entries_};
-    std::vector<char> out(sizeof info);
-    std::memcpy(out.data(), &info, sizeof info);
-    return out;
-  }
+  std::vector<char> local_info(int) override { return propose_size(kCacheEntries, cache_entries_); }
 
   std::unique_ptr<Link> connect(int peer, const std::vector<char>& remote) override {
-    IpcInfo theirs{};
-    if (remote.size() != sizeof theirs) throw SystemError("unexpected ipc connection info from " + who(peer));
-    std::memcpy(&theirs, remote.data(), sizeof theirs);
-    if (theirs.magic != IpcInfo::kMagic || theirs.version != 1 || theirs.cache_entries == 0)
-      throw SystemError("unexpected ipc connection info from " + who(peer) + " (a different Strata version?)");
-    const size_t entries = std::min<size_t>(cache_entries_, theirs.cache_entries);
+    const size_t entries = agreed_size(kCacheEntries, cache_entries_, peer, remote);
     entries_[static_cast<size_t>(peer)] = entries;
     const bool lower = ctx_.rank < peer;
     Pair pair = lower ? call(peer) : accept_from(peer);
@@ -177,10 +163,6 @@ class IpcSetup final : public LinkSetup {
 
 }  // namespace
 
-const LinkSetupTransport kIpcTransport{
-    device::backend_possible,
-    nullptr,
-    [](const SetupContext& ctx) -> std::unique_ptr<LinkSetup> { return std::make_unique<IpcSetup>(ctx); },
-};
+const LinkSetupTransport kIpcTransport = kOffering<IpcSetup, &device::backend_possible>;
 
 }  // namespace strata

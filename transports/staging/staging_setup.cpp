@@ -2,11 +2,11 @@
 // device row's). The connection info each rank sends is its chunk size; both ends use the
 // smaller, so they cut every transfer alike (the host link matches transfers by order and
 // size).
-#include <cstring>
 
 #include "ground/device/backend.hpp"
 #include "ground/settings.hpp"
 #include "strata/error.hpp"
+#include "transports/agreed_size.hpp"
 #include "transports/link_setup.hpp"
 #include "transports/staging/staging_link.hpp"
 
@@ -14,12 +14,7 @@ namespace strata {
 
 namespace {
 
-struct StagingInfo {
-  uint32_t magic;  // "SST1"
-  uint32_t version;
-  uint64_t chunk_bytes;
-  static constexpr uint32_t kMagic = 0x31545353;
-};
+constexpr SizeProposal kChunkBytes{"staging", 0x31545353 /* "SST1" */, 64};
 
 std::string who(int peer) { return "rank " + std::to_string(peer); }
 
@@ -35,22 +30,12 @@ class StagingSetup final : public LinkSetup {
     if (!ctx.host_links) throw InternalError("staging set up without the host links it wraps");
   }
 
-  std::vector<char> local_info(int) override {
-    const StagingInfo info{StagingInfo::kMagic, 1, chunk_};
-    std::vector<char> out(sizeof info);
-    std::memcpy(out.data(), &info, sizeof info);
-    return out;
-  }
+  std::vector<char> local_info(int) override { return propose_size(kChunkBytes, chunk_); }
 
   std::unique_ptr<Link> connect(int peer, const std::vector<char>& remote) override {
-    StagingInfo theirs{};
-    if (remote.size() != sizeof theirs) throw SystemError("unexpected staging connection info from " + who(peer));
-    std::memcpy(&theirs, remote.data(), sizeof theirs);
-    if (theirs.magic != StagingInfo::kMagic || theirs.version != 1 || theirs.chunk_bytes == 0 || theirs.chunk_bytes % 64)
-      throw SystemError("unexpected staging connection info from " + who(peer) + " (a different Strata version?)");
+    const size_t chunk = agreed_size(kChunkBytes, chunk_, peer, remote);
     Link* host = (*ctx_.host_links)[static_cast<size_t>(peer)].get();
     if (!host) throw InternalError("staging to " + who(peer) + ": no host link to wrap");
-    const size_t chunk = std::min<size_t>(chunk_, theirs.chunk_bytes);
     chunks_[static_cast<size_t>(peer)] = chunk;
     return std::make_unique<StagingLink>(peer, *host, chunk, slots_);
   }
@@ -68,10 +53,6 @@ class StagingSetup final : public LinkSetup {
 
 }  // namespace
 
-const LinkSetupTransport kStagingTransport{
-    device::backend_possible,
-    nullptr,
-    [](const SetupContext& ctx) -> std::unique_ptr<LinkSetup> { return std::make_unique<StagingSetup>(ctx); },
-};
+const LinkSetupTransport kStagingTransport = kOffering<StagingSetup, &device::backend_possible>;
 
 }  // namespace strata
