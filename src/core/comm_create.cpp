@@ -8,6 +8,7 @@
 #include "core/bootstrap/id_exchange.hpp"
 #include "core/bootstrap/launch_env.hpp"
 #include "core/comm_state.hpp"
+#include "transports/ibverbs/ib_hca.hpp"
 #include "ground/fnv1a.hpp"
 #include "ground/log.hpp"
 #include "ground/ranks_text.hpp"
@@ -84,15 +85,24 @@ bootstrap::RankInfo my_info(const Config& cfg, const net::Fd& listener, int emul
   return info;
 }
 
-// STRATA_ALGO names an algorithm of algorithms/select.cpp's list (the one list of names).
-void check_algo_setting(const std::string& algo) {
-  if (algo.empty()) return;
-  std::string names;
-  for (Algo a : kAllAlgos) {
-    if (algo == name(a)) return;
-    names += std::string(names.empty() ? "" : ", ") + name(a);
+// A communicator's settings, every one checked before this rank joins (the root then
+// names it as missing): Config::from_env parses each by its declared type and choices;
+// the text settings with a grammar of their own are parsed here by their readers, also
+// where this path does not use them (a secret under a unique id, an HCA list without
+// ibverbs), so a malformed value never passes unnoticed.
+Config creation_config() {
+  Config cfg = Config::from_env();
+  if (!cfg.algo.empty()) {  // one of algorithms/select.cpp's names (the one list), spelt as there
+    std::string names;
+    for (Algo a : kAllAlgos) names += std::string(names.empty() ? "" : "|") + name(a);
+    cfg.algo = settings::choose("STRATA_ALGO", cfg.algo, names);
   }
-  throw InvalidArgument("STRATA_ALGO=" + algo + " is not one of: " + names);
+  (void)parse_hierarchy_spec(settings::text("STRATA_HIERARCHY"));
+  (void)build_hierarchy({"a"}, {}, settings::text("STRATA_LINK_MODEL"));
+  if (auto hex = settings::raw("STRATA_SECRET")) (void)bootstrap::parse_secret_hex(*hex);
+  if (auto hca = settings::raw("STRATA_IB_HCA")) (void)ibverbs::parse_hca_list(*hca);
+  if (auto ifname = settings::raw("STRATA_SOCKET_IFNAME")) (void)net::interface_address(*ifname);
+  return cfg;
 }
 
 }  // namespace
@@ -143,8 +153,7 @@ static Comm init(int nranks, int rank, const net::SockAddr& root, const bootstra
     throw InvalidArgument("CommOptions::timeout_s must be a finite number of seconds >= 0 (0: STRATA_TIMEOUT), got " +
                           std::to_string(options.timeout_s));
   log::set_thread_rank(rank);
-  Config cfg = Config::from_env();
-  check_algo_setting(cfg.algo);  // before joining: the root then names this rank as missing
+  Config cfg = creation_config();
   if (options.timeout_s > 0) {
     cfg.timeout_s = options.timeout_s;
     cfg.timeout_from = "CommOptions::timeout_s";
@@ -178,7 +187,12 @@ namespace {
 // The root of a job whose ranks all know its address: STRATA_ROOT, or derived from the
 // launcher's variables (then the secret is derived from the job id too).
 Comm init_at_address(const bootstrap::Launch& l, double timeout_s) {
-  net::SockAddr root = net::parse_host_port(l.root);
+  net::SockAddr root;
+  try {
+    root = net::parse_host_port(l.root);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(std::string(e.what()) + " (rank 0's address, from " + l.root_from + ")");
+  }
   bootstrap::Secret secret{};
   if (auto hex = settings::raw("STRATA_SECRET")) {
     secret = bootstrap::parse_secret_hex(*hex);
@@ -226,7 +240,7 @@ Comm Comm::init_from_env() {
   if (l.size == 0) l.size = bootstrap::pmix_job_size();
   log::set_thread_rank(l.rank);
   STRATA_INFO("%s", l.describe().c_str());
-  double timeout_s = Config::from_env().timeout_s;
+  double timeout_s = creation_config().timeout_s;
   return l.rendezvous == bootstrap::Rendezvous::address ? init_at_address(l, timeout_s)
                                                         : init_by_shared_id(l, timeout_s);
 }
