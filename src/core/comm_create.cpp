@@ -8,6 +8,7 @@
 #include "core/bootstrap/id_exchange.hpp"
 #include "core/bootstrap/launch_env.hpp"
 #include "core/comm_state.hpp"
+#include "core/placement.hpp"
 #include "transports/ibverbs/ib_hca.hpp"
 #include "ground/fnv1a.hpp"
 #include "ground/log.hpp"
@@ -36,6 +37,12 @@ std::vector<std::string> hosts_of(const std::vector<bootstrap::RankInfo>& table)
 }
 
 namespace {
+
+std::vector<RankCpus> rank_cpus(const std::vector<bootstrap::RankInfo>& table) {
+  std::vector<RankCpus> cpus;
+  for (const auto& info : table) cpus.push_back({info.machine, std::vector<uint64_t>(std::begin(info.cpus), std::end(info.cpus))});
+  return cpus;
+}
 
 // The settings every rank must share because plans are built from them (a rank with
 // another algorithm or chunk pairs its transfers with the wrong bytes), as one hash.
@@ -112,9 +119,7 @@ Comm CommState::create(int rank, int nranks, const std::vector<bootstrap::RankIn
   check_settings_agree(table);
   auto s = std::make_shared<CommState>();
   s->hier = std::move(hier);
-  std::vector<RankCpus> cpus;
-  for (const auto& info : table) cpus.push_back({info.machine, std::vector<uint64_t>(std::begin(info.cpus), std::end(info.cpus))});
-  s->hier.oversubscribed = oversubscribed(cpus);
+  s->hier.oversubscribed = oversubscribed(rank_cpus(table));
   if (rank == 0) STRATA_INFO("hierarchy: %s%s", s->hier.describe().c_str(),
                              s->hier.oversubscribed ? "; more ranks than CPUs on a machine (the tuner avoids pipelined chains; idle ranks yield at once)" : "");
   s->rank = rank;
@@ -164,6 +169,8 @@ static Comm init(int nranks, int rank, const net::SockAddr& root, const bootstra
                                net::deadline_after(cfg.timeout_s));
   Comm c = CommState::create(rank, nranks, table, listener, secret, 1, cfg,
                              build_hierarchy(hosts_of(table), spec, settings::text("STRATA_LINK_MODEL")));
+  // A job's communicators, not split or shrunk ones: their ranks' places would collide.
+  move_to_cpu(own_cpu(rank, rank_cpus(table)));
   STRATA_INFO("communicator ready: rank %d of %d, host %s, timeout %g s (%s)", rank, nranks, table[rank].host,
               cfg.timeout_s, cfg.timeout_from);
   return c;

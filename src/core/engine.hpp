@@ -17,6 +17,7 @@
 #include "ground/plan.hpp"
 #include "ground/reduce.hpp"
 #include "core/store_chooser.hpp"
+#include "core/wait_policy.hpp"
 #include "strata/types.hpp"
 
 namespace strata {
@@ -98,7 +99,7 @@ class Engine {
   Notice relay_{};               // what fail() tells the peers; kind 0: an abort naming the culprit
   bool from_notice_ = false;     // the failure came from a peer's notice
   std::exception_ptr failed_;
-  unsigned spins_before_yield_;
+  WaitPolicy waits_;  // how long wait_links spins before yielding
   std::atomic<bool> aborted_{false};
   std::atomic<bool> revoked_{false};
   int culprit_ = -1;
