@@ -38,6 +38,14 @@ std::vector<std::string> hosts_of(const std::vector<bootstrap::RankInfo>& table)
 
 namespace {
 
+// The tuner's view of the ranks: their hosts, the emulated levels, and the link models;
+// links inside a node are tcp when a rank forces it (mesh.cpp pairs such a rank over tcp
+// with every other), a fact every rank reads from the same table.
+Hierarchy hierarchy_of(const std::vector<bootstrap::RankInfo>& table, const std::vector<LevelSpec>& spec) {
+  const bool tcp = std::any_of(table.begin(), table.end(), [](const bootstrap::RankInfo& i) { return i.force_tcp != 0; });
+  return build_hierarchy(hosts_of(table), spec, settings::text("STRATA_LINK_MODEL"), tcp);
+}
+
 std::vector<RankCpus> rank_cpus(const std::vector<bootstrap::RankInfo>& table) {
   std::vector<RankCpus> cpus;
   for (const auto& info : table) cpus.push_back({info.machine, std::vector<uint64_t>(std::begin(info.cpus), std::end(info.cpus))});
@@ -167,8 +175,7 @@ static Comm init(int nranks, int rank, const net::SockAddr& root, const bootstra
   net::Fd listener = listen_like(root);
   auto table = bootstrap::join(root, secret, rank, nranks, my_info(cfg, listener, emulated_node(spec, rank)),
                                net::deadline_after(cfg.timeout_s));
-  Comm c = CommState::create(rank, nranks, table, listener, secret, 1, cfg,
-                             build_hierarchy(hosts_of(table), spec, settings::text("STRATA_LINK_MODEL")));
+  Comm c = CommState::create(rank, nranks, table, listener, secret, 1, cfg, hierarchy_of(table, spec));
   // A job's communicators, not split or shrunk ones: their ranks' places would collide.
   move_to_cpu(own_cpu(rank, rank_cpus(table)));
   STRATA_INFO("communicator ready: rank %d of %d, host %s, timeout %g s (%s)", rank, nranks, table[rank].host,
@@ -294,7 +301,7 @@ Comm Comm::split(int color, int key) {
   // Nodes come from host identities (emulated nodes included); STRATA_HIERARCHY's upper
   // levels describe the world's ranks, not a subset's.
   return CommState::create(new_rank, static_cast<int>(table.size()), table, listener, s.secret, tag, s.cfg,
-                           build_hierarchy(hosts_of(table), {}, settings::text("STRATA_LINK_MODEL")));
+                           hierarchy_of(table, {}));
 }
 
 }  // namespace strata
