@@ -1,12 +1,13 @@
-# `cmake --install build --prefix P`: libstrata, the public headers, the tools, a CMake
-# package (find_package(strata) -> strata::strata) and strata.pc. The tools find libstrata
-# relative to themselves, so an installed tree can be moved.
+# `cmake --install build --prefix P`: libstrata (and libstrata-cuda where built),
+# libnccl.so.2, the public headers, the tools, a CMake package (find_package(strata) ->
+# strata::strata) and strata.pc. The tools find libstrata relative to themselves, so an
+# installed tree can be moved.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set_target_properties(strata PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR})
 file(RELATIVE_PATH _strata_bin_to_lib ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
-set(STRATA_TOOLS strata-run strata-topo strata-perf strata-train mpi-perf gloo-perf)
+set(STRATA_TOOLS strata-run strata-topo strata-perf strata-sim strata-train mpi-perf gloo-perf)
 foreach(tool ${STRATA_TOOLS})
   if(TARGET ${tool})
     set_target_properties(${tool} PROPERTIES INSTALL_RPATH "$ORIGIN/${_strata_bin_to_lib}" INSTALL_RPATH_USE_LINK_PATH TRUE)
@@ -14,9 +15,22 @@ foreach(tool ${STRATA_TOOLS})
   endif()
 endforeach()
 
+# libnccl.so.2 in a directory of its own (putting it on LD_LIBRARY_PATH shadows nothing
+# else), finding libstrata one level up; its header under include/nccl. strata-perf's
+# --api nccl finds it there unless LD_LIBRARY_PATH says otherwise.
+set_target_properties(strata_nccl PROPERTIES INSTALL_RPATH "$ORIGIN/..")
+install(TARGETS strata_nccl LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/strata-nccl)
+install(DIRECTORY include/nccl DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+set_property(TARGET strata-perf APPEND PROPERTY INSTALL_RPATH "$ORIGIN/${_strata_bin_to_lib}/strata-nccl")
+
 install(TARGETS strata EXPORT strataTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The CUDA backend goes beside libstrata, where libstrata looks for it (dladdr).
+if(TARGET strata-cuda)
+  set_target_properties(strata-cuda PROPERTIES INSTALL_RPATH "$ORIGIN")
+  install(TARGETS strata-cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 install(FILES include/strata.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY include/strata DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp")
 
@@ -38,3 +52,8 @@ install(CODE "
   configure_file(\"${PROJECT_SOURCE_DIR}/cmake/strata.pc.in\" \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig/strata.pc\" @ONLY)
   message(STATUS \"Installing: \${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig/strata.pc\")
 ")
+
+# strata-sim's example clusters (docs/simulator.md).
+if(TARGET strata-sim)
+  install(DIRECTORY perf/sim/clusters/ DESTINATION ${CMAKE_INSTALL_DATADIR}/strata/clusters FILES_MATCHING PATTERN "*.cluster")
+endif()

@@ -1,25 +1,14 @@
 // IEEE fp16 and bfloat16 <-> fp32 conversion; fp32 -> 16-bit rounds to nearest even.
-// static: every file gets its own copy, so the copy compiled for AVX2 (reduce_avx2.cpp)
-// can never be the one a baseline caller links to.
+// Host and device code (ground/host_device.hpp); static, for the reason given there.
 #pragma once
 
 #include <cstdint>
-#include <cstring>
+
+#include "ground/host_device.hpp"
 
 namespace strata {
 
-static inline uint32_t float_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-static inline float bits_float(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-static inline float half_to_float(uint16_t h) {
+STRATA_HD static inline float half_to_float(uint16_t h) {
   uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
   uint32_t exp = (h >> 10) & 0x1f;
   uint32_t mant = h & 0x3ff;
@@ -31,7 +20,7 @@ static inline float half_to_float(uint16_t h) {
   return bits_float(sign | ((exp + 112) << 23) | (mant << 13));
 }
 
-static inline uint16_t float_to_half(float f) {
+STRATA_HD static inline uint16_t float_to_half(float f) {
   uint32_t x = float_bits(f);
   uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
   x &= 0x7fffffff;
@@ -49,9 +38,9 @@ static inline uint16_t float_to_half(float f) {
   return sign | static_cast<uint16_t>(x >> 13);
 }
 
-static inline float bf16_to_float(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
+STRATA_HD static inline float bf16_to_float(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
 
-static inline uint16_t float_to_bf16(float f) {
+STRATA_HD static inline uint16_t float_to_bf16(float f) {
   uint32_t x = float_bits(f);
   if ((x & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((x >> 16) | 0x40);  // quiet nan
   x += 0x7fff + ((x >> 16) & 1);

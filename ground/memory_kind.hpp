@@ -1,4 +1,4 @@
-// Where a buffer lives: host memory today; the device path adds device memory. Calls
+// Where a buffer lives (MemoryKind, public: strata/device.hpp) and sets of kinds. Calls
 // carry one kind (ground/call.hpp); links say which kinds they can read and write
 // (transports/transport.hpp's LinkCaps).
 #pragma once
@@ -6,9 +6,14 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "strata/device.hpp"
+
 namespace strata {
 
-enum class MemoryKind : uint8_t { host, device };
+// MemoryKind itself is public (include/strata/device.hpp).
+inline constexpr int kNumMemoryKinds = 2;
+inline constexpr MemoryKind kAllMemoryKinds[kNumMemoryKinds] = {MemoryKind::host, MemoryKind::device};
+inline const char* name(MemoryKind k) { return k == MemoryKind::host ? "host" : "device"; }
 
 class MemoryKinds {
  public:

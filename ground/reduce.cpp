@@ -9,27 +9,11 @@
 #include <cstdlib>
 #include <string>
 
-#include "ground/half.hpp"
+#include "ground/device/functors.hpp"
 #include "ground/log.hpp"
 #include "ground/settings.hpp"
 
 namespace strata {
-
-namespace {
-
-template <typename T>
-void divide(void* buf, size_t n, int by) {
-  T* p = static_cast<T*>(buf);
-  for (size_t i = 0; i < n; ++i) p[i] = static_cast<T>(p[i] / static_cast<T>(by));
-}
-
-template <float (*ToF)(uint16_t), uint16_t (*FromF)(float)>
-void divide16(void* buf, size_t n, int by) {
-  uint16_t* p = static_cast<uint16_t*>(buf);
-  for (size_t i = 0; i < n; ++i) p[i] = FromF(ToF(p[i]) / static_cast<float>(by));
-}
-
-}  // namespace
 
 namespace generic {
 ReduceFn reduce_fn(DataType type, ReduceOp op);
@@ -65,18 +49,11 @@ ReduceFn reduce_fn(DataType type, ReduceOp op) {
 
 void finalize(void* buf, size_t count, DataType type, ReduceOp op, int nranks) {
   if (!has_finalize(op) || nranks == 1) return;
-  switch (type) {
-    case DataType::int8: return divide<int8_t>(buf, count, nranks);
-    case DataType::uint8: return divide<uint8_t>(buf, count, nranks);
-    case DataType::int32: return divide<int32_t>(buf, count, nranks);
-    case DataType::uint32: return divide<uint32_t>(buf, count, nranks);
-    case DataType::int64: return divide<int64_t>(buf, count, nranks);
-    case DataType::uint64: return divide<uint64_t>(buf, count, nranks);
-    case DataType::float16: return divide16<half_to_float, float_to_half>(buf, count, nranks);
-    case DataType::bfloat16: return divide16<bf16_to_float, float_to_bf16>(buf, count, nranks);
-    case DataType::float32: return divide<float>(buf, count, nranks);
-    case DataType::float64: return divide<double>(buf, count, nranks);
-  }
+  elementwise::with_element(type, [&](auto e) {
+    using E = decltype(e);
+    auto* p = static_cast<typename E::Storage*>(buf);
+    for (size_t i = 0; i < count; ++i) p[i] = elementwise::divide<E>(p[i], nranks);
+  });
 }
 
 }  // namespace strata

@@ -42,25 +42,24 @@ __m256 load_bf16(const uint16_t* p) { return bf16x8_to_float(_mm_loadu_si128(rei
 void store_bf16(uint16_t* p, __m256 v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), float_to_bf16x8(v)); }
 
 // Eight values at a time through fp32, the tail one at a time with the same rounding.
-template <__m256 (*Load)(const uint16_t*), void (*Store)(uint16_t*, __m256), float (*ToF)(uint16_t),
-          uint16_t (*FromF)(float), typename Op>
+template <__m256 (*Load)(const uint16_t*), void (*Store)(uint16_t*, __m256), typename E, typename Op>
 void kernel16(void* dst, const void* a, const void* b, size_t n) {
   auto* d = static_cast<uint16_t*>(dst);
   auto* x = static_cast<const uint16_t*>(a);
   auto* y = static_cast<const uint16_t*>(b);
   size_t i = 0;
   for (; i + 8 <= n; i += 8) Store(d + i, apply<Op>(Load(x + i), Load(y + i)));
-  kernel16_scalar<ToF, FromF, Op>(d + i, x + i, y + i, n - i);
+  kernel<E, Op>(d + i, x + i, y + i, n - i);
 }
 
 template <typename Op>
 void half_kernel(void* dst, const void* a, const void* b, size_t n) {
-  kernel16<load_half, store_half, half_to_float, float_to_half, Op>(dst, a, b, n);
+  kernel16<load_half, store_half, Element<DataType::float16>, Op>(dst, a, b, n);
 }
 
 template <typename Op>
 void bf16_kernel(void* dst, const void* a, const void* b, size_t n) {
-  kernel16<load_bf16, store_bf16, bf16_to_float, float_to_bf16, Op>(dst, a, b, n);
+  kernel16<load_bf16, store_bf16, Element<DataType::bfloat16>, Op>(dst, a, b, n);
 }
 
 ReduceFn reduce_fn(DataType type, ReduceOp op) { return table_lookup(type, op); }

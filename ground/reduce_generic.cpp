@@ -6,13 +6,11 @@ namespace strata::generic {
 
 template <typename Op>
 void half_kernel(void* dst, const void* a, const void* b, size_t n) {
-  kernel16_scalar<half_to_float, float_to_half, Op>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(a),
-                               static_cast<const uint16_t*>(b), n);
+  kernel<Element<DataType::float16>, Op>(dst, a, b, n);
 }
 template <typename Op>
 void bf16_kernel(void* dst, const void* a, const void* b, size_t n) {
-  kernel16_scalar<bf16_to_float, float_to_bf16, Op>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(a),
-                               static_cast<const uint16_t*>(b), n);
+  kernel<Element<DataType::bfloat16>, Op>(dst, a, b, n);
 }
 
 ReduceFn reduce_fn(DataType type, ReduceOp op) { return table_lookup(type, op); }

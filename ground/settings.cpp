@@ -41,6 +41,9 @@ constexpr Setting kTable[] = {
     {"STRATA_DEBUG", T::text, 0, 0, 0, "NONE|WARN|INFO|TRACE", L::process, "log level"},
     {"STRATA_REDUCE_ISA", T::text, 0, 0, 0, "auto|generic", L::process, "generic: the baseline reduction kernels instead of AVX2/F16C (auto: by CPU)"},
     {"STRATA_TOPO_FILE", T::text, 0, 0, 0, nullptr, L::process, "an hwloc XML file to use as this host's topology"},
+    // The device layer (ground/device/, docs/device.md).
+    {"STRATA_DEVICE", T::text, 0, 0, 0, "auto|cuda|emulated|none", L::process, "device backend (auto: cuda where an NVIDIA driver and GPU exist, else none)"},
+    {"STRATA_EMULATED_DELAY_US", T::integer, 0, 0, 1000000, nullptr, L::process, "emulated streams sleep a random 0..N us before each task"},
     {"STRATA_HOST", T::text, 0, 0, 0, nullptr, L::communicator, "host identity override: equal values use shared memory"},
     // The communicator.
     {"STRATA_TIMEOUT", T::number, 300, 0.1, 1e7, nullptr, L::communicator, "seconds without progress before a peer is declared stuck"},

@@ -41,7 +41,9 @@ typedef STRATA_C_ENUM {
   strataFloat16 = 6,
   strataBfloat16 = 7,
   strataFloat32 = 8,
-  strataFloat64 = 9
+  strataFloat64 = 9,
+  strataFloat8e4m3 = 10, /* OCP fp8 e4m3 (largest 448, no infinity) */
+  strataFloat8e5m2 = 11  /* OCP fp8 e5m2 (largest 57344) */
 } strataDataType_t;
 
 typedef STRATA_C_ENUM { strataSum = 0, strataProd = 1, strataMax = 2, strataMin = 3, strataAvg = 4 } strataRedOp_t;
@@ -70,6 +72,17 @@ strataResult_t strataCommSplit(strataComm_t comm, int color, int key, strataComm
    (strata::Comm::shrink). comm can then only be destroyed. strataRemoteError when this
    rank was left out. */
 strataResult_t strataCommShrink(strataComm_t comm, strataComm_t* newcomm);
+/* Growing (strata::Comm::open_door, newcomers, grow, join): collective; rank 0 opens a door
+   for newcomers at address ("host:port", or NULL/"" for any port on its interface) and every
+   rank gets the id a newcomer passes to strataCommJoin. */
+strataResult_t strataCommOpenDoor(strataComm_t comm, const char* address, strataUniqueId* id);
+/* Collective: how many newcomers wait at the door. */
+strataResult_t strataCommNewcomers(strataComm_t comm, int* count);
+/* Collective with `count` waiting newcomers: a new communicator of comm's ranks and theirs,
+   ordered by key (comm's ranks first on equal keys). comm stays usable. */
+strataResult_t strataCommGrow(strataComm_t comm, int count, int key, strataComm_t* newcomm);
+/* A newcomer: waits at the door of id until a grow takes it in. */
+strataResult_t strataCommJoin(strataUniqueId id, int key, strataComm_t* newcomm);
 strataResult_t strataCommDestroy(strataComm_t comm);
 strataResult_t strataCommAbort(strataComm_t comm);
 strataResult_t strataCommRank(strataComm_t comm, int* rank);
@@ -100,6 +113,13 @@ strataResult_t strataRecv(void* buff, size_t count, strataDataType_t datatype, i
                           strataComm_t comm, strataRequest_t* request);
 strataResult_t strataGroupStart(strataComm_t comm);
 strataResult_t strataGroupEnd(strataComm_t comm, strataRequest_t* request);
+
+/* Device memory from the device backend (STRATA_DEVICE; C++: strata::alloc, strata/device.hpp),
+ * as ncclMemAlloc/ncclMemFree. 0 bytes gives *ptr = NULL. strataInvalidUsage when no
+ * device backend is available; strataInvalidArgument when strataMemFree is given a pointer
+ * strataMemAlloc did not return (NULL: nothing to free). */
+strataResult_t strataMemAlloc(void** ptr, size_t size);
+strataResult_t strataMemFree(void* ptr);
 
 /* Both release the request once it has completed (successfully or not). strataTest
  * returns strataInProgress while the operation runs. */

@@ -1,47 +1,88 @@
-// Transports whose links are made from connection info each side sends the other over its
-// control socket (ucx, ibverbs), as connection setup (core/mesh.cpp) sees them.
+// How a transport builds the links of one communicator: the one interface every row of
+// the transport table (transports/transport_table.hpp) connects through, as connection
+// setup (core/mesh.cpp) drives it.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "ground/memory_kind.hpp"
 #include "ground/settings.hpp"
+#include "ground/socket.hpp"
 #include "transports/transport.hpp"
 
 namespace strata {
 
-// One per communicator.
+// What a transport's setup is told about the communicator, for one memory kind.
+struct SetupContext {
+  int rank = 0, nranks = 0;
+  const Config* cfg = nullptr;
+  MemoryKind memory = MemoryKind::host;
+  std::vector<int> peers;              // the peers this transport serves, in rank order
+  std::vector<bool> same_host;         // by rank: has this rank's host identity
+  std::vector<std::string> address;    // by rank: where it listens (for INFO lines)
+  const uint8_t* secret = nullptr;     // the communicator's 16-byte secret and its tag: names
+  uint64_t comm_tag = 0;               // unique to the communicator (shm's segments)
+  // By rank: the data sockets the mesh connected beside each control socket (tcp's).
+  std::vector<std::vector<net::Fd>>* sockets = nullptr;
+};
+
+// One per communicator, memory kind and transport. The mesh calls, for the peers in the
+// context, in this order (every rank the same, so ranks never wait on each other in a
+// cycle):
+//   1. the transport's `create` (shm: creates this rank's segment);
+//   2. handshake transports only: local_info(peer) for every peer, each sent to its peer
+//      length-prefixed over the control socket (all sends first: they fit the socket
+//      buffers), then connect(peer, what the peer sent) for every peer; then a token each
+//      way ('C'), so nobody goes on (and could finish and tear down its side) before every
+//      peer has connected to it; then all_connected();
+//      other transports (tcp): connect(peer, {}) for every peer, nothing sent.
 class LinkSetup {
  public:
   virtual ~LinkSetup() = default;
-  // The bytes to send to `peer` (e.g. a worker address, queue-pair numbers); `same_host`:
-  // the peer shares this host.
-  virtual std::vector<char> local_info(int peer, bool same_host) = 0;
-  // The link to `peer` from what it sent (checked; SystemError if malformed); `same_host`:
-  // the peer shares this host.
-  virtual std::unique_ptr<Link> connect(int peer, const std::vector<char>& remote, bool same_host) = 0;
-  // Describes the links for the INFO line, e.g. "chunk 1048576 B".
-  virtual const char* describe() const = 0;
+  // The bytes to send `peer` (a worker address, queue-pair numbers, a ring's index).
+  virtual std::vector<char> local_info(int peer) { return {}; }
+  // The link to `peer` from what it sent (checked; SystemError if malformed).
+  virtual std::unique_ptr<Link> connect(int peer, const std::vector<char>& remote) = 0;
+  // Every peer has connected its links to this rank (shm: the segment's name can go).
+  virtual void all_connected() {}
+  // The link to `peer` for the INFO line, e.g. "chunk 1048576 B".
+  virtual std::string describe(int peer) const = 0;
 };
 
-// What a transport connected through a LinkSetup offers. Each is defined once by its folder:
-// over its library when that was found at configure time, else by a stub that says the
-// library is missing.
+// What a transport's folder provides to its row of the table. The ucx and ibverbs ones are
+// defined over their library when it was found at configure time, else by a stub that says
+// the library is missing.
 struct LinkSetupTransport {
   // It reaches other hosts over RDMA from here (ucx: UCX reports an RDMA transport;
-  // ibverbs: an active port matches STRATA_IB_HCA). Probed once per process and cached,
-  // saying at INFO level why not; false without the library. May throw InvalidArgument for
-  // malformed settings.
-  bool (*rdma)();
+  // ibverbs: an active port matches STRATA_IB_HCA): the capability a row that serves
+  // pairs where both offer it puts in the offer. Probed once per process and cached,
+  // saying at INFO level why not; false without the library. May throw InvalidArgument
+  // for malformed settings. Null: nothing to offer.
+  bool (*offers)();
   // For STRATA_TRANSPORT naming it: throws SystemError saying why it cannot work here.
+  // Null: it always can.
   void (*require)();
   // The communicator's setup. Throws SystemError when the transport cannot be initialised
   // (the message says why), InvalidArgument for malformed STRATA_* values.
-  std::unique_ptr<LinkSetup> (*create)(int rank, int nranks, const Config& cfg);
+  std::unique_ptr<LinkSetup> (*create)(const SetupContext& ctx);
 };
 
+extern const LinkSetupTransport kShmTransport;      // transports/shm
+extern const LinkSetupTransport kTcpTransport;      // transports/tcp
 extern const LinkSetupTransport kUcxTransport;      // transports/ucx
 extern const LinkSetupTransport kIbverbsTransport;  // transports/ibverbs
+
+// A transport that needs no library and offers no capability: its setup is a `Setup`,
+// made from the context (shm, tcp).
+template <class Setup>
+inline constexpr LinkSetupTransport kAlwaysThere{
+    nullptr,
+    nullptr,
+    [](const SetupContext& ctx) -> std::unique_ptr<LinkSetup> { return std::make_unique<Setup>(ctx); },
+};
 
 // The stub of a transport built without its library: it never offers RDMA, and forcing or
 // creating it calls `missing`, which throws a SystemError saying what to install.
@@ -49,7 +90,7 @@ template <void (*missing)()>
 inline constexpr LinkSetupTransport kBuiltWithout{
     [] { return false; },
     missing,
-    [](int, int, const Config&) -> std::unique_ptr<LinkSetup> {
+    [](const SetupContext&) -> std::unique_ptr<LinkSetup> {
       missing();
       return nullptr;
     },

@@ -21,20 +21,25 @@
 #include <vector>
 
 #include "ground/memory_kind.hpp"
+#include "strata/types.hpp"
 
 namespace strata {
 
 using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t count);  // dst = a op b
 
 // What a reducing receive does with its bytes. Empty (fn == nullptr): a plain receive.
+// Host links reduce with `fn`; `type` and `op` say the same for a link that launches a
+// kernel of its own (device memory).
 struct Reduction {
   ReduceFn fn = nullptr;
   size_t elem_size = 1;
   const char* local = nullptr;  // the local operand: the destination itself, or disjoint from it
   bool forward = false;         // send the reduced bytes back to the peer (LinkCaps::forwards_reductions)
+  DataType type = DataType::uint8;
+  ReduceOp op = ReduceOp::sum;
   explicit operator bool() const { return fn != nullptr; }
   // The same reduction for the part of the receive that starts `off` bytes in.
-  Reduction from(size_t off) const { return {fn, elem_size, local ? local + off : nullptr, forward}; }
+  Reduction from(size_t off) const { return {fn, elem_size, local ? local + off : nullptr, forward, type, op}; }
   // Reduces `bytes` of incoming data that belong `off` bytes into the receive at `dst`.
   void apply(char* dst, size_t off, const void* incoming, size_t bytes) const {
     fn(dst + off, local + off, incoming, bytes / elem_size);

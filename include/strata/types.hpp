@@ -22,8 +22,10 @@ enum class DataType : int {
   bfloat16 = 7,
   float32 = 8,
   float64 = 9,
+  float8_e4m3 = 10,  // OCP fp8: 4 exponent bits, 3 mantissa bits, no infinity, largest 448
+  float8_e5m2 = 11,  // OCP fp8: 5 exponent bits, 2 mantissa bits, IEEE-like, largest 57344
 };
-inline constexpr int kNumDataTypes = 10;
+inline constexpr int kNumDataTypes = 12;
 
 // The numeric values match the C API's strataRedOp_t.
 enum class ReduceOp : int { sum = 0, prod = 1, max = 2, min = 3, avg = 4 };
@@ -40,7 +42,7 @@ inline constexpr DataTypeInfo kDataTypes[kNumDataTypes] = {
     {"int8", 1, false, true},      {"uint8", 1, false, false},   {"int32", 4, false, true},
     {"uint32", 4, false, false},   {"int64", 8, false, true},    {"uint64", 8, false, false},
     {"half", 2, true, true},       {"bfloat16", 2, true, true},  {"float", 4, true, true},
-    {"double", 8, true, true},
+    {"double", 8, true, true},     {"f8e4m3", 1, true, true},    {"f8e5m2", 1, true, true},
 };
 // Indexed by ReduceOp.
 inline constexpr const char* kReduceOpNames[kNumReduceOps] = {"sum", "prod", "max", "min", "avg"};
@@ -53,11 +55,12 @@ inline bool is_floating(DataType t) { return is_valid(t) && kDataTypes[static_ca
 inline bool is_signed(DataType t) { return is_valid(t) && kDataTypes[static_cast<int>(t)].is_signed; }
 
 // nccl-tests' names: "int8", "uint8", "int32", "uint32", "int64", "uint64",
-// "half", "bfloat16", "float", "double"; "invalid" otherwise.
+// "half", "bfloat16", "float", "double", "f8e4m3", "f8e5m2"; "invalid" otherwise.
 inline const char* name(DataType t) { return is_valid(t) ? kDataTypes[static_cast<int>(t)].name : "invalid"; }
 inline const char* name(ReduceOp op) { return is_valid(op) ? kReduceOpNames[static_cast<int>(op)] : "invalid"; }
 
-// Accepts the names above and common aliases ("fp32", "float32", "fp16", "bf16", "i8", ...).
+// Accepts the names above and common aliases ("fp32", "float32", "fp16", "bf16", "i8",
+// "fp8_e4m3", "e5m2", ...).
 inline std::optional<DataType> parse_datatype(std::string_view s) {
   struct Alias {
     std::string_view text;
@@ -69,6 +72,8 @@ inline std::optional<DataType> parse_datatype(std::string_view s) {
       {"i64", DataType::int64},        {"u64", DataType::uint64},       {"fp16", DataType::float16},
       {"float16", DataType::float16},  {"bf16", DataType::bfloat16},    {"fp32", DataType::float32},
       {"float32", DataType::float32},  {"fp64", DataType::float64},     {"float64", DataType::float64},
+      {"fp8_e4m3", DataType::float8_e4m3}, {"float8_e4m3", DataType::float8_e4m3}, {"e4m3", DataType::float8_e4m3},
+      {"fp8_e5m2", DataType::float8_e5m2}, {"float8_e5m2", DataType::float8_e5m2}, {"e5m2", DataType::float8_e5m2},
   };
   for (int i = 0; i < kNumDataTypes; ++i)
     if (s == kDataTypes[i].name) return static_cast<DataType>(i);

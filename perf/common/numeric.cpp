@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 namespace perf {
 
@@ -99,7 +101,10 @@ void store(DataType t, void* buf, size_t i, double v) {
     case DataType::bfloat16: put(buf, i, float_to_bf16(static_cast<float>(v))); return;
     case DataType::float32: put(buf, i, static_cast<float>(v)); return;
     case DataType::float64: put(buf, i, v); return;
+    case DataType::float8_e4m3:
+    case DataType::float8_e5m2: break;
   }
+  throw std::logic_error(std::string("perf: no values for ") + name(t) + " (options.cpp refuses it)");
 }
 
 double load(DataType t, const void* buf, size_t i) {
@@ -114,8 +119,10 @@ double load(DataType t, const void* buf, size_t i) {
     case DataType::bfloat16: return bf16_to_float(get<uint16_t>(buf, i));
     case DataType::float32: return get<float>(buf, i);
     case DataType::float64: return get<double>(buf, i);
+    case DataType::float8_e4m3:
+    case DataType::float8_e5m2: break;
   }
-  return 0;
+  throw std::logic_error(std::string("perf: no values for ") + name(t) + " (options.cpp refuses it)");
 }
 
 double round_to(DataType t, double v) {

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -93,12 +94,13 @@ std::string apply(Options& o, char flag, const std::string& value) {
     case 'd':
       if (value == "all") {
         o.types = all_datatypes();
-      } else if (auto t = strata::parse_datatype(value)) {
+      } else if (auto t = strata::parse_datatype(value); t && supported_datatype(*t)) {
         o.types = {*t};
       } else {
         static const std::string expected = [] {
           std::vector<const char*> names;
-          for (const strata::DataTypeInfo& t : strata::kDataTypes) names.push_back(t.name);
+          for (int i = 0; i < strata::kNumDataTypes; ++i)
+            if (supported_datatype(static_cast<DataType>(i))) names.push_back(strata::name(static_cast<DataType>(i)));
           return "expected " + listed(names) + " or all";
         }();
         return bad(expected.c_str());
@@ -165,6 +167,11 @@ const std::vector<DataType>& all_datatypes() {
                                           DataType::int64,   DataType::uint64,  DataType::float16, DataType::float32,
                                           DataType::float64, DataType::bfloat16};
   return v;
+}
+
+bool supported_datatype(DataType t) {
+  const auto& all = all_datatypes();
+  return std::find(all.begin(), all.end(), t) != all.end();
 }
 
 const std::vector<ReduceOp>& all_reduce_ops() {

@@ -15,6 +15,9 @@ namespace perf {
 
 // What `-d all` and `-o all` run, in nccl-tests' order.
 const std::vector<DataType>& all_datatypes();
+// The types -d accepts: all_datatypes() (fp8 is not yet: its reference values need sums
+// that stay exact in 3 mantissa bits).
+bool supported_datatype(DataType t);
 const std::vector<ReduceOp>& all_reduce_ops();
 
 // How per-rank times are combined (-a): nccl-tests' 0=rank 0, 1=avg, 2=min, 3=max.

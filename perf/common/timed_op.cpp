@@ -24,6 +24,14 @@ const std::vector<Coll>& all_colls() {
 
 const char* name(P2p p) { return p == P2p::sendrecv ? "sendrecv" : "pipeline"; }
 
+P2pPeers p2p_peers(P2p p, int rank, int nranks) {
+  const bool ring = p == P2p::sendrecv;
+  P2pPeers peers;
+  if (ring || rank + 1 < nranks) peers.send_to = (rank + 1) % nranks;
+  if (ring || rank > 0) peers.recv_from = (rank - 1 + nranks) % nranks;
+  return peers;
+}
+
 const char* name(const Coll& c) {
   return std::visit([](auto x) { return name(x); }, c);
 }

@@ -26,6 +26,14 @@ using strata::ReduceOp;
 // pipeline parallelism; on 2 ranks it is one-way, what `ucx_perftest -t tag_bw` times.
 enum class P2p { sendrecv, pipeline };
 
+// Whom this rank sends to and receives from in a pattern: the ring shift's neighbours; the
+// pipeline's ends have none (-1): rank 0 only sends, the last rank only receives.
+struct P2pPeers {
+  int send_to = -1;
+  int recv_from = -1;
+};
+P2pPeers p2p_peers(P2p p, int rank, int nranks);
+
 // One of the library's collectives (all_reduce ... all_to_all), or a point-to-point pattern.
 using Coll = std::variant<Collective, P2p>;
 

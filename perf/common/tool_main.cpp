@@ -19,7 +19,7 @@ int tool_main(int argc, char** argv, const ToolInfo& info, const BackendFactory&
     return 2;
   }
   if (parsed.options.help) {
-    std::cout << usage(info.tool);
+    std::cout << usage(info.tool) << info.more_usage;
     return 0;
   }
   const Options& o = parsed.options;

@@ -15,6 +15,7 @@ namespace perf {
 struct ToolInfo {
   std::string tool;     // "strata-perf"
   std::string version;  // "0.1.0"
+  std::string more_usage;  // the tool's own flags, appended to -h's usage
 };
 
 // Creates the backend (joins the job); throws on failure.

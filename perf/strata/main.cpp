@@ -2,13 +2,42 @@
 //   strata-run -n 4 strata-perf all_reduce -b 8 -e 64M -f 2 -c 1
 //   mpirun -np 4 strata-perf all_gather -b 1K -e 16M -f 4      (or srun, torchrun)
 //   strata-perf broadcast -b 1M -e 1M                          (one rank)
+//   strata-run -n 4 strata-perf all_reduce --api nccl          (through libnccl.so.2's nccl*)
+#include <cstdio>
+#include <string>
+#include <vector>
+
 #include "bootstrap.hpp"
+#include "nccl_backend.hpp"
 #include "strata_backend.hpp"
 #include "tool_main.hpp"
 
+namespace {
+
+constexpr const char* kApiUsage =
+    "\t[--api <strata/nccl>] (the functions timed: Strata's C++ API, or the nccl* functions of the\n"
+    "\t libnccl.so.2 the dynamic linker finds, Strata's unless LD_LIBRARY_PATH names NVIDIA's; default strata)\n";
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  return perf::tool_main(argc, argv, {"strata-perf", PERF_TOOL_VERSION},
-                         [](const perf::Options&) -> std::unique_ptr<perf::Backend> {
+  // --api is strata-perf's own flag (the other drivers have one library each): taken out
+  // here, anywhere on the line, before nccl-tests' flags are parsed.
+  std::string api = "strata";
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--api" && i + 1 < argc) api = argv[++i];
+    else if (a.rfind("--api=", 0) == 0) api = a.substr(6);
+    else rest.push_back(argv[i]);
+  }
+  if (api != "strata" && api != "nccl") {
+    std::fprintf(stderr, "strata-perf: error: --api %s: expected strata or nccl\n", api.c_str());
+    return 2;
+  }
+  return perf::tool_main(static_cast<int>(rest.size()), rest.data(), {"strata-perf", PERF_TOOL_VERSION, kApiUsage},
+                         [&api](const perf::Options&) -> std::unique_ptr<perf::Backend> {
+                           if (api == "nccl") return std::make_unique<perf::NcclBackend>(perf::join_job());
                            return std::make_unique<perf::StrataBackend>(perf::join_job());
                          });
 }

@@ -21,12 +21,11 @@ void StrataBackend::run(const CollCall& c) {
   strata::Comm& comm = comm_;
   const DataType t = c.type;
   if (const P2p* p = std::get_if<P2p>(&c.coll)) {
-    // nccl-tests' ring shift: send to rank+1, receive from rank-1, as one group; the
-    // pipeline has no wrap-around.
-    const bool ring = *p == P2p::sendrecv;
+    // nccl-tests' ring shift (or the pipeline) as one group.
+    const P2pPeers peers = p2p_peers(*p, rank_, size_);
     comm.group_start();
-    if (ring || rank_ + 1 < size_) comm.send(c.send, c.count, t, (rank_ + 1) % size_);
-    if (ring || rank_ > 0) comm.recv(c.recv, c.count, t, (rank_ - 1 + size_) % size_);
+    if (peers.send_to >= 0) comm.send(c.send, c.count, t, peers.send_to);
+    if (peers.recv_from >= 0) comm.recv(c.recv, c.count, t, peers.recv_from);
     comm.group_end();
     return;
   }

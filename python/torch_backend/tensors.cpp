@@ -1,5 +1,7 @@
 #include "tensors.hpp"
 
+#include <torch/version.h>
+
 #include <cstring>
 #include <stdexcept>
 
@@ -63,6 +65,10 @@ strata::DataType reduction_type(const at::Tensor& t, const c10d::ReduceOp& op, c
     case at::kByte: return strata::DataType::uint8;
     case at::kInt: return strata::DataType::int32;
     case at::kLong: return strata::DataType::int64;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)  // torch's fp8 types
+    case at::kFloat8_e4m3fn: return strata::DataType::float8_e4m3;
+    case at::kFloat8_e5m2: return strata::DataType::float8_e5m2;
+#endif
     case at::kBool: {
       // 0/1 bytes: min, max and product stay 0/1 (all, any, all); a sum would not.
       auto o = reduction_op(op, call);
@@ -73,7 +79,8 @@ strata::DataType reduction_type(const at::Tensor& t, const c10d::ReduceOp& op, c
     default: break;
   }
   refuse(call, "cannot reduce " + dtype_name(t) +
-                   " tensors (strata reduces float32, float64, float16, bfloat16, int8, uint8, int32, int64 and bool; "
+                   " tensors (strata reduces float32, float64, float16, bfloat16, float8_e4m3fn, float8_e5m2 (torch >= 2.1), "
+                   "int8, uint8, int32, int64 and bool; "
                    "any type can be moved)");
 }
 

@@ -160,13 +160,12 @@ void CommState::check_collective(const Call& call) {
     exchange.recv = all.data();
     exchange.count = sizeof(CallCheck);
     exchange.type = DataType::uint8;
-    if (scratch.size() < check_plan->scratch_count) scratch.resize(check_plan->scratch_count);
-    engine->execute(*check_plan, exchange, scratch.data(), check_slot);
+    engine->execute(*check_plan, exchange, scratch.get(MemoryKind::host, check_plan->scratch_count), check_slot);
   }
   auto v = collective_verdict(all);
   if (!v) return;
   STRATA_WARN("%s", v->message.c_str());
-  if (!v->everyone_knows) engine->refuse(Fault::mismatch, call.coll, v->message);
+  if (!v->everyone_knows) engine->control().refuse(Fault::mismatch, call.coll, v->message);
   std::string msg = call.fault != Fault::none ? fault_message(call, nranks) + " (" + v->message + ")" : v->message;
   throw_fault(call.fault != Fault::none ? call.fault : Fault::mismatch, msg);
 }
@@ -204,7 +203,7 @@ std::vector<P2POp> CommState::check_pairs(const std::vector<P2POp>& ops, Fault o
     }
     STRATA_WARN("%s", v->message.c_str());
     if (!v->everyone_knows) {
-      engine->refuse(Fault::mismatch, Collective::send, v->message);
+      engine->control().refuse(Fault::mismatch, Collective::send, v->message);
       throw_fault(Fault::mismatch, v->message);
     }
     disagreement += (disagreement.empty() ? "" : "; ") + v->message;

@@ -55,7 +55,7 @@ void CommState::refuse(Fault fault, Collective coll, const std::string& what, bo
 }
 
 void CommState::refuse_here(Fault fault, Collective coll, const std::string& what) {
-  if (nranks > 1) engine->refuse(fault, coll, what);
+  if (nranks > 1) engine->control().refuse(fault, coll, what);
   throw_fault(fault, refusal_text(what));
 }
 
@@ -70,11 +70,10 @@ void CommState::execute(const Call& call) {
   if (cfg.check) check_collective(call);
   if (call.count == 0) return;
   // Two ranks share one link, the same transport on both sides: they agree on `forward`.
-  const bool forward = nranks == 2 && !has_finalize(call.op) && engine->links_forward();
+  const bool forward = nranks == 2 && !has_finalize(call.op) && engine->links_forward(call.memory);
   CachedPlan& cached = plans.get(PlanCache::key_of(call, forward), [&] { return build_plan_for(call, forward); });
   const size_t need = cached.plan.scratch_count * size_of(call.type);
-  if (scratch.size() < need) scratch.resize(need);
-  engine->execute(cached.plan, call, scratch.data(), cached.slot);
+  engine->execute(cached.plan, call, scratch.get(call.memory, need), cached.slot);
 }
 
 // The tuner's (or STRATA_ALGO's) plan for this call.
@@ -128,13 +127,13 @@ Request CommState::run_group(std::vector<P2POp> ops, bool blocking, Fault own, s
 
 void CommState::shutdown(bool goodbye) {
   queue.stop();
-  if (engine && goodbye) engine->say_goodbye();
+  if (engine && goodbye) engine->control().say_goodbye();
   engine.reset();
 }
 
 void CommState::abort_now() {
   life.store(aborted);
-  if (engine) engine->abort();  // an operation running now fails promptly
+  if (engine) engine->control().abort();  // an operation running now fails promptly
   queue.abort(std::make_exception_ptr(InvalidUsage("the communicator was aborted before this operation ran")));
   engine.reset();
 }
@@ -180,9 +179,18 @@ std::string describe_links(const Comm& c) {
 
 // ---- the calls: described once, then one path ----
 
+namespace {
+void refuse_while_growing(const CommState& s) {
+  if (s.growing.load())
+    throw InvalidUsage("this communicator is being grown (Comm::grow, on another thread): a call on it meanwhile is "
+                       "refused; make it before the grow, or on the communicator grow returns");
+}
+}  // namespace
+
 Request Comm::start(bool blocking, Collective coll, const void* send, void* recv, size_t count, DataType type,
                     ReduceOp op, int root) {
   CommState& s = checked();
+  refuse_while_growing(s);
   return s.start(describe(coll, send, recv, count, type, op, root, s.rank, s.nranks), blocking);
 }
 
@@ -242,6 +250,7 @@ void Comm::group_start() { ++checked().group_depth; }
 
 Request Comm::end_group(bool blocking) {
   CommState& s = checked();
+  refuse_while_growing(s);
   if (s.group_depth == 0) throw InvalidUsage("group_end without group_start");
   if (--s.group_depth > 0) return {};
   std::vector<P2POp> ops;

@@ -36,15 +36,12 @@ std::vector<std::string> hosts_of(const std::vector<bootstrap::RankInfo>& table)
   return hosts;
 }
 
-namespace {
-
-// The tuner's view of the ranks: their hosts, the emulated levels, and the link models;
-// links inside a node are tcp when a rank forces it (mesh.cpp pairs such a rank over tcp
-// with every other), a fact every rank reads from the same table.
 Hierarchy hierarchy_of(const std::vector<bootstrap::RankInfo>& table, const std::vector<LevelSpec>& spec) {
   const bool tcp = std::any_of(table.begin(), table.end(), [](const bootstrap::RankInfo& i) { return i.force_tcp != 0; });
   return build_hierarchy(hosts_of(table), spec, settings::text("STRATA_LINK_MODEL"), tcp);
 }
+
+namespace {
 
 std::vector<RankCpus> rank_cpus(const std::vector<bootstrap::RankInfo>& table) {
   std::vector<RankCpus> cpus;
@@ -79,27 +76,6 @@ void check_settings_agree(const std::vector<bootstrap::RankInfo>& table) {
                           "STRATA_LINK_MODEL) differ between rank 0 and " + ranks_text(odd) + "; set the same on every rank");
 }
 
-// `emulated_node` >= 0 (STRATA_HIERARCHY sets node sizes) makes this rank's host
-// identity differ per emulated node, so those talk over tcp as separate hosts would.
-bootstrap::RankInfo my_info(const Config& cfg, const net::Fd& listener, int emulated_node) {
-  bootstrap::RankInfo info{};
-  info.listen = net::local_address(listener.get());
-  std::string host = bootstrap::host_identity();
-  if (emulated_node >= 0) host += "/emulated-node-" + std::to_string(emulated_node);
-  std::snprintf(info.host, sizeof info.host, "%s", host.c_str());
-  info.tcp_nsocks = cfg.tcp_nsocks;
-  info.force_tcp = cfg.transport == "tcp";
-  info.check = cfg.check;
-  info.plan_settings = plan_settings_hash(cfg);
-  std::snprintf(info.machine, sizeof info.machine, "%s", bootstrap::machine_identity().c_str());
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) CPU_SET(0, &set);  // unknown: count one CPU
-  for (int c = 0; c < CPU_SETSIZE && c < 64 * 16; ++c)
-    if (CPU_ISSET(c, &set)) info.cpus[c / 64] |= uint64_t{1} << (c % 64);
-  return info;
-}
-
 // A communicator's settings, every one checked before this rank joins (the root then
 // names it as missing): Config::from_env parses each by its declared type and choices;
 // the text settings with a grammar of their own are parsed here by their readers, also
@@ -121,6 +97,27 @@ Config creation_config() {
 }
 
 }  // namespace
+
+// An emulated node's ranks get a host identity of their own, so they talk over tcp as
+// separate hosts would.
+bootstrap::RankInfo my_info(const Config& cfg, const net::Fd& listener, int emulated_node) {
+  bootstrap::RankInfo info{};
+  info.listen = net::local_address(listener.get());
+  std::string host = bootstrap::host_identity();
+  if (emulated_node >= 0) host += "/emulated-node-" + std::to_string(emulated_node);
+  std::snprintf(info.host, sizeof info.host, "%s", host.c_str());
+  info.tcp_nsocks = cfg.tcp_nsocks;
+  info.force_tcp = cfg.transport == "tcp";
+  info.check = cfg.check;
+  info.plan_settings = plan_settings_hash(cfg);
+  std::snprintf(info.machine, sizeof info.machine, "%s", bootstrap::machine_identity().c_str());
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) CPU_SET(0, &set);  // unknown: count one CPU
+  for (int c = 0; c < CPU_SETSIZE && c < 64 * 16; ++c)
+    if (CPU_ISSET(c, &set)) info.cpus[c / 64] |= uint64_t{1} << (c % 64);
+  return info;
+}
 
 Comm CommState::create(int rank, int nranks, const std::vector<bootstrap::RankInfo>& table, const net::Fd& listener,
                        const bootstrap::Secret& secret, uint64_t tag, const Config& cfg, Hierarchy hier) {
@@ -193,41 +190,49 @@ Comm Comm::init_rank(int nranks, const UniqueId& id, int rank, const CommOptions
 LaunchInfo launch_info() {
   auto l = bootstrap::find_launch(bootstrap::process_env(), bootstrap::pmix_built());
   if (!l) return {};
-  return {l->launcher, l->rank, l->size > 0 ? l->size : bootstrap::pmix_job_size(), l->local_rank, l->local_size};
+  return {l->launcher, l->rank, l->size > 0 ? l->size : bootstrap::pmix_job_size(), l->local_rank, l->local_size,
+          l->rendezvous == bootstrap::Rendezvous::address ? l->root : ""};
 }
 
-namespace {
-
-// The root of a job whose ranks all know its address: STRATA_ROOT, or derived from the
-// launcher's variables (then the secret is derived from the job id too).
-Comm init_at_address(const bootstrap::Launch& l, double timeout_s) {
-  net::SockAddr root;
+bootstrap::IdFields root_of(const bootstrap::Launch& l) {
+  bootstrap::IdFields f;
   try {
-    root = net::parse_host_port(l.root);
+    f.root = net::parse_host_port(l.root);
   } catch (const InvalidArgument& e) {
     throw InvalidArgument(std::string(e.what()) + " (rank 0's address, from " + l.root_from + ")");
   }
-  bootstrap::Secret secret{};
+  f.secret = {};
   if (auto hex = settings::raw("STRATA_SECRET")) {
-    secret = bootstrap::parse_secret_hex(*hex);
+    f.secret = bootstrap::parse_secret_hex(*hex);
   } else if (l.derived) {
     STRATA_WARN("STRATA_SECRET is not set: the job's secret is derived from its job id alone, which anyone who knows "
                 "the id can derive too");
   } else {
     STRATA_WARN("STRATA_SECRET is not set: connections are checked against an all-zero secret");
   }
-  if (l.derived) secret = bootstrap::derive_secret(secret, l.job_id);
+  if (l.derived) f.secret = bootstrap::derive_secret(f.secret, l.job_id);
+  return f;
+}
+
+UniqueId rendezvous_id(const bootstrap::Launch& l) { return bootstrap::encode_id(root_of(l)); }
+
+namespace {
+
+// The root of a job whose ranks all know its address: STRATA_ROOT, or derived from the
+// launcher's variables (then the secret is derived from the job id too).
+Comm init_at_address(const bootstrap::Launch& l, double timeout_s) {
+  const bootstrap::IdFields f = root_of(l);
   if (l.rank == 0) {
     net::Fd listener;
     try {
-      listener = net::listen_on(root);
+      listener = net::listen_on(f.root);
     } catch (const Error& e) {
       throw SystemError(std::string(e.what()) + " (rank 0 listens at " + l.root + ", from " + l.root_from +
                         (l.derived ? "; STRATA_ROOT_PORT chooses another port" : "") + ")");
     }
-    bootstrap::start_root(std::move(listener), secret, timeout_s);
+    bootstrap::start_root(std::move(listener), f.secret, timeout_s);
   }
-  return init(l.size, l.rank, root, secret);
+  return init(l.size, l.rank, f.root, f.secret);
 }
 
 // Rank 0 makes a unique id and passes it through a file or PMIx.

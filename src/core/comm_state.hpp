@@ -11,9 +11,11 @@
 
 #include "algorithms/algorithms.hpp"
 #include "core/bootstrap/bootstrap.hpp"
+#include "core/bootstrap/launch_env.hpp"
 #include "core/engine.hpp"
 #include "core/op_queue.hpp"
 #include "core/plan_cache.hpp"
+#include "core/scratch.hpp"
 #include "ground/call.hpp"
 #include "ground/settings.hpp"
 #include "strata/strata.hpp"
@@ -25,6 +27,17 @@ namespace strata {
 net::Fd listen_like(const net::SockAddr& advertised);
 uint64_t mix(uint64_t x);
 std::vector<std::string> hosts_of(const std::vector<bootstrap::RankInfo>& table);
+// The tuner's view of the ranks of `table` (creation, split, grow): their hosts, the
+// emulated levels of `spec`, and the link models (tcp inside a node when a rank forces it).
+Hierarchy hierarchy_of(const std::vector<bootstrap::RankInfo>& table, const std::vector<LevelSpec>& spec);
+// Shared by creation and grow (core/grow.cpp): what this rank tells the others about itself
+// (`emulated_node` >= 0: STRATA_HIERARCHY's node, which makes a host of its own); the root
+// address and secret of a job whose rendezvous is an address, and that as an id.
+bootstrap::RankInfo my_info(const Config& cfg, const net::Fd& listener, int emulated_node);
+bootstrap::IdFields root_of(const bootstrap::Launch& l);
+UniqueId rendezvous_id(const bootstrap::Launch& l);
+
+struct Door;  // rank 0's listener for newcomers (core/grow.cpp)
 
 struct CommState {
   enum Life { live, destroyed, aborted };
@@ -37,11 +50,14 @@ struct CommState {
   std::vector<bootstrap::RankInfo> table;
   Hierarchy hier;
   std::unique_ptr<Engine> engine;
-  std::vector<char> scratch;
+  Scratch scratch;  // what plans address as Buf::scratch, by memory kind
   PlanCache plans;
   OpQueue queue;  // after engine: destroyed (stopped) first
   std::atomic<Life> life{live};
   bool shrunk = false;  // Comm::shrink ran on it: its agreement is over, a second one has no peers
+  std::shared_ptr<Door> door;       // rank 0, after open_door: where newcomers wait for a grow
+  std::atomic<bool> growing{false};  // Comm::grow runs: calls from other threads are refused
+  uint64_t grows = 0;
 
   int group_depth = 0;
   std::vector<P2POp> group;

@@ -1,21 +1,21 @@
 #include "core/mesh.hpp"
 
-#include <cstdio>
 #include <cstring>
 
 #include "ground/log.hpp"
+#include "strata/error.hpp"
 #include "transports/link_setup.hpp"
-#include "transports/shm/shm_link.hpp"
-#include "transports/shm/shm_names.hpp"
-#include "transports/tcp/tcp_link.hpp"
+#include "transports/transport_table.hpp"
 
 namespace strata {
 
 using bootstrap::RankInfo;
 
-bool use_shm(const RankInfo& a, const RankInfo& b) {
-  return !a.force_tcp && !b.force_tcp && std::strncmp(a.host, b.host, sizeof a.host) == 0;
-}
+namespace {
+bool same_host(const RankInfo& a, const RankInfo& b) { return std::strncmp(a.host, b.host, sizeof a.host) == 0; }
+}  // namespace
+
+bool use_shm(const RankInfo& a, const RankInfo& b) { return !a.force_tcp && !b.force_tcp && same_host(a, b); }
 
 namespace {
 
@@ -24,27 +24,6 @@ int data_sockets(const RankInfo& a, const RankInfo& b) {
 }
 
 std::string peer_name(int r) { return "rank " + std::to_string(r); }
-
-// Shared-memory peers of `r`, in rank order: ring i of r's segment receives from peer i.
-std::vector<int> shm_peers(int r, const std::vector<RankInfo>& table) {
-  std::vector<int> out;
-  for (int j = 0; j < static_cast<int>(table.size()); ++j)
-    if (j != r && use_shm(table[r], table[j])) out.push_back(j);
-  return out;
-}
-
-int index_of(const std::vector<int>& v, int x) {
-  for (size_t i = 0; i < v.size(); ++i)
-    if (v[i] == x) return static_cast<int>(i);
-  return -1;
-}
-
-std::string segment_name(const bootstrap::Secret& s, uint64_t tag, int rank) {
-  char hex[13], rest[48];
-  for (int i = 0; i < 6; ++i) std::snprintf(hex + 2 * i, 3, "%02x", s.bytes[i]);
-  std::snprintf(rest, sizeof rest, "%llx-%d", static_cast<unsigned long long>(tag), rank);
-  return "/" + shm_job_prefix(hex) + rest;
-}
 
 // Everyone in `peers` sends us `token` and we send it to them.
 void exchange_token(Mesh& m, const std::vector<int>& peers, char token, net::Deadline deadline) {
@@ -56,122 +35,59 @@ void exchange_token(Mesh& m, const std::vector<int>& peers, char token, net::Dea
   }
 }
 
-void connect_shm(Mesh& m, int rank, const std::vector<RankInfo>& table, const bootstrap::Secret& secret,
-                 uint64_t tag, const Config& cfg, net::Deadline deadline) {
-  std::vector<int> mine = shm_peers(rank, table);
-  if (mine.empty()) return;
-  auto own = ShmSegment::create(segment_name(secret, tag, rank), static_cast<int>(mine.size()), cfg.shm_ring_bytes);
-  exchange_token(m, mine, 'S', deadline);  // every segment exists
-  for (int j : mine) {
-    auto theirs = ShmSegment::open(segment_name(secret, tag, j));
-    int me_there = index_of(shm_peers(j, table), rank);
-    if (me_there < 0 || me_there >= theirs->nrings()) throw InternalError("shared memory layout mismatch with " + peer_name(j));
-    ShmRing* out = theirs->ring(me_there);
-    ShmRing* in = own->ring(index_of(mine, j));
-    m.links[j] = std::make_unique<ShmLink>(j, out, in, std::move(theirs), own);
-  }
-  exchange_token(m, mine, 'M', deadline);  // every peer has mapped ours
-  own->unlink();
-}
+// Every rank sends each peer its offer and chooses, for every memory kind, the row that
+// carries it to that peer; both ends of a pair choose alike. By kind, then peer.
+using Choices = std::array<std::vector<const TransportRow*>, kNumMemoryKinds>;
 
-// ---- data transport per pair, agreed over the control sockets ----
-
-enum Kind : uint8_t { kAuto = 0, kShm = 1, kTcp = 2, kUcx = 3, kIbverbs = 4 };
-const char* kind_name(uint8_t k) {
-  switch (k) {
-    case kShm: return "shm";
-    case kTcp: return "tcp";
-    case kUcx: return "ucx";
-    case kIbverbs: return "ibverbs";
-  }
-  return "auto";
-}
-
-// Sent on every control socket once it is up: what this rank asks for and can do.
-struct Offer {
-  uint32_t magic;  // "STXO"
-  uint8_t version;
-  uint8_t wanted;  // STRATA_TRANSPORT as a Kind (shm means auto)
-  uint8_t caps;    // kCapUcxRdma | kCapIbDevice
-  uint8_t pad;
-};
-static_assert(sizeof(Offer) == 8);
-constexpr uint32_t kOfferMagic = 0x4f585453;  // "STXO"
-constexpr uint8_t kCapUcxRdma = 1, kCapIbDevice = 2;
-
-uint8_t wanted_kind(const Config& cfg) {
-  if (cfg.transport == "tcp") return kTcp;
-  if (cfg.transport == "ucx") return kUcx;
-  if (cfg.transport == "ibverbs") return kIbverbs;
-  return kAuto;
-}
-
-// Both ranks of a pair compute the same answer from the same two offers. ucx and ibverbs
-// are used between every pair when forced (all ranks must agree), and by default between
-// hosts when both ends have RDMA (UCX first); otherwise shared memory on one host, else tcp.
-uint8_t pick(const RankInfo& a, const RankInfo& b, const Offer& oa, const Offer& ob, int ra, int rb) {
-  bool forced = oa.wanted == kUcx || oa.wanted == kIbverbs || ob.wanted == kUcx || ob.wanted == kIbverbs;
-  if (forced) {
-    if (oa.wanted != ob.wanted)
-      throw InvalidArgument(std::string("STRATA_TRANSPORT is ") + kind_name(oa.wanted) + " on rank " + std::to_string(ra) +
-                            " but " + kind_name(ob.wanted) + " on rank " + std::to_string(rb) +
-                            "; set the same value on every rank");
-    return oa.wanted;
-  }
-  if (use_shm(a, b)) return kShm;
-  if (oa.wanted == kTcp || ob.wanted == kTcp) return kTcp;
-  if (oa.caps & ob.caps & kCapUcxRdma) return kUcx;
-  if (oa.caps & ob.caps & kCapIbDevice) return kIbverbs;
-  return kTcp;
-}
-
-std::vector<uint8_t> agree_transports(Mesh& m, int rank, const std::vector<RankInfo>& table, const Config& cfg,
-                                      net::Deadline deadline) {
+Choices agree_transports(Mesh& m, int rank, const std::vector<RankInfo>& table, const Config& cfg,
+                         net::Deadline deadline) {
   const int n = static_cast<int>(table.size());
-  Offer mine{kOfferMagic, 1, wanted_kind(cfg), 0, 0};
   bool remote_peer = false;  // RDMA is only probed when some peer is on another host
   for (int j = 0; j < n; ++j) remote_peer |= j != rank && !use_shm(table[rank], table[j]);
-  if (mine.wanted == kAuto && remote_peer) {
-    if (kUcxTransport.rdma()) mine.caps |= kCapUcxRdma;
-    if (kIbverbsTransport.rdma()) mine.caps |= kCapIbDevice;
-  }
-  std::vector<uint8_t> kinds(n, kAuto);
+  const TransportOffer mine = make_offer(cfg, remote_peer);
+  Choices chosen;
+  for (auto& c : chosen) c.assign(static_cast<size_t>(n), nullptr);
   for (int j = 0; j < n; ++j)
     if (j != rank) net::send_all(m.control[j].get(), &mine, sizeof mine, deadline, peer_name(j));
   for (int j = 0; j < n; ++j) {
     if (j == rank) continue;
-    Offer theirs{};
+    TransportOffer theirs{};
     net::recv_all(m.control[j].get(), &theirs, sizeof theirs, deadline, peer_name(j));
-    if (theirs.magic != kOfferMagic || theirs.version != 1)
-      throw SystemError("unexpected setup message from " + peer_name(j) + " (a different Strata version?)");
-    kinds[j] = rank < j ? pick(table[rank], table[j], mine, theirs, rank, j) : pick(table[j], table[rank], theirs, mine, j, rank);
+    if (!theirs.valid()) throw SystemError("unexpected setup message from " + peer_name(j) + " (a different Strata version?)");
+    const bool same = same_host(table[rank], table[j]);
+    for (MemoryKind k : kAllMemoryKinds)
+      chosen[static_cast<size_t>(k)][static_cast<size_t>(j)] =
+          rank < j ? choose(k, same, mine, theirs, rank, j) : choose(k, same, theirs, mine, j, rank);
   }
-  return kinds;
+  return chosen;
 }
 
-// ucx and ibverbs: every peer gets a length-prefixed blob over its control socket (all
-// sends first: the blobs are small enough for the socket buffers), then links are made
-// from the blobs received.
-void connect_by_blobs(Mesh& m, LinkSetup& setup, int rank, const std::vector<RankInfo>& table, const std::vector<int>& peers,
-                      net::Deadline deadline) {
-  auto same_host = [&](int j) { return std::strncmp(table[rank].host, table[j].host, sizeof table[j].host) == 0; };
-  for (int j : peers) {
-    std::vector<char> blob = setup.local_info(j, same_host(j));
+// One row's links of one memory kind, to the peers in `ctx` (transports/link_setup.hpp
+// says in which order). Returns the setup, whose describe() the INFO lines use.
+std::unique_ptr<LinkSetup> connect_row(Mesh& m, const TransportRow& row, const SetupContext& ctx, net::Deadline deadline) {
+  std::unique_ptr<LinkSetup> setup = row.transport->create(ctx);
+  Links& links = m.of(ctx.memory);
+  if (!row.handshake) {
+    for (int j : ctx.peers) links[j] = setup->connect(j, {});
+    return setup;
+  }
+  for (int j : ctx.peers) {
+    std::vector<char> blob = setup->local_info(j);
     uint32_t len = static_cast<uint32_t>(blob.size());
     net::send_all(m.control[j].get(), &len, sizeof len, deadline, peer_name(j));
     net::send_all(m.control[j].get(), blob.data(), blob.size(), deadline, peer_name(j));
   }
-  for (int j : peers) {
+  for (int j : ctx.peers) {
     uint32_t len = 0;
     net::recv_all(m.control[j].get(), &len, sizeof len, deadline, peer_name(j));
     if (len == 0 || len > (1u << 20)) throw SystemError("unexpected connection info from " + peer_name(j));
     std::vector<char> blob(len);
     net::recv_all(m.control[j].get(), blob.data(), len, deadline, peer_name(j));
-    m.links[j] = setup.connect(j, blob, same_host(j));
+    links[j] = setup->connect(j, blob);
   }
-  // Nobody goes on (and could finish and tear down its side, e.g. the shared-memory FIFO a
-  // UCX endpoint attaches to) before every peer has connected to it.
-  exchange_token(m, peers, 'C', deadline);
+  exchange_token(m, ctx.peers, 'C', deadline);
+  setup->all_connected();
+  return setup;
 }
 
 }  // namespace
@@ -180,10 +96,9 @@ Mesh connect_mesh(int rank, const std::vector<RankInfo>& table, const net::Fd& l
                   const bootstrap::Secret& secret, uint64_t tag, const Config& cfg, net::Deadline deadline) {
   const int n = static_cast<int>(table.size());
   // A forced transport that cannot work here is a clear error before anything connects.
-  if (cfg.transport == "ucx") kUcxTransport.require();
-  if (cfg.transport == "ibverbs") kIbverbsTransport.require();
+  if (const TransportRow* forced = row_named(cfg.transport); forced && forced->transport->require)
+    forced->transport->require();
   Mesh m;
-  m.links.resize(n);
   m.control.resize(n);
   std::vector<std::vector<net::Fd>> data(n);
   for (int j = 0; j < n; ++j) data[j].resize(static_cast<size_t>(j == rank ? 0 : data_sockets(table[rank], table[j])));
@@ -231,35 +146,41 @@ Mesh connect_mesh(int rank, const std::vector<RankInfo>& table, const net::Fd& l
     --expected;
   }
 
-  std::vector<uint8_t> kinds = agree_transports(m, rank, table, cfg, deadline);
-  std::vector<int> ucx_peers, ib_peers;
+  const Choices chosen = agree_transports(m, rank, table, cfg, deadline);
+  SetupContext ctx;
+  ctx.rank = rank;
+  ctx.nranks = n;
+  ctx.cfg = &cfg;
+  ctx.secret = secret.bytes;
+  ctx.comm_tag = tag;
+  ctx.sockets = &data;
   for (int j = 0; j < n; ++j) {
-    if (kinds[j] == kUcx) ucx_peers.push_back(j);
-    if (kinds[j] == kIbverbs) ib_peers.push_back(j);
+    ctx.same_host.push_back(same_host(table[rank], table[j]));
+    ctx.address.push_back(table[j].listen.str());
   }
-  // A forced ucx/ibverbs is the same on every rank (agree_transports checked), so no pair
-  // uses shared memory then.
-  if (wanted_kind(cfg) != kUcx && wanted_kind(cfg) != kIbverbs) connect_shm(m, rank, table, secret, tag, cfg, deadline);
-  std::string ucx_desc, ib_desc;
-  if (!ucx_peers.empty()) {
-    auto setup = kUcxTransport.create(rank, n, cfg);
-    connect_by_blobs(m, *setup, rank, table, ucx_peers, deadline);
-    ucx_desc = setup->describe();
-  }
-  if (!ib_peers.empty()) {
-    auto setup = kIbverbsTransport.create(rank, n, cfg);
-    connect_by_blobs(m, *setup, rank, table, ib_peers, deadline);
-    ib_desc = setup->describe();
-  }
-  for (int j = 0; j < n; ++j) {
-    if (j == rank) continue;
-    if (!m.links[j]) m.links[j] = std::make_unique<TcpLink>(j, std::move(data[j]), cfg.staging_bytes);
-    std::string how = kinds[j] == kUcx        ? ucx_desc
-                      : kinds[j] == kIbverbs  ? ib_desc
-                      : kinds[j] == kShm      ? std::string("same host")
-                                              : std::to_string(data_sockets(table[rank], table[j])) + " sockets, " +
-                                                   table[j].listen.str();
-    STRATA_INFO("rank %d -> rank %d via %s (%s)", rank, j, m.links[j]->name(), how.c_str());
+  for (MemoryKind k : kAllMemoryKinds) {
+    const auto& row_of = chosen[static_cast<size_t>(k)];
+    Links& links = m.of(k);
+    links.resize(n);
+    std::vector<std::string> how(n);
+    ctx.memory = k;
+    for (const TransportRow& row : transport_table()) {
+      ctx.peers.clear();
+      for (int j = 0; j < n; ++j)
+        if (row_of[j] == &row) ctx.peers.push_back(j);
+      if (ctx.peers.empty()) continue;
+      std::unique_ptr<LinkSetup> setup = connect_row(m, row, ctx, deadline);
+      for (int j : ctx.peers) {
+        if (!links[j]->caps().memory.has(k))
+          throw InternalError(std::string("the ") + row.name + " link to " + peer_name(j) + " does not carry " + name(k) +
+                              " memory, which its row says it does");
+        how[j] = setup->describe(j);
+      }
+    }
+    for (int j = 0; j < n; ++j)
+      if (links[j])
+        STRATA_INFO("rank %d -> rank %d via %s (%s)%s", rank, j, links[j]->name(), how[j].c_str(),
+                    k == MemoryKind::host ? "" : (std::string(" for ") + name(k) + " memory").c_str());
   }
   return m;
 }

@@ -1,6 +1,7 @@
 // The messages on a communicator's control sockets (one per pair of ranks): fixed 8 bytes,
-// so a reader never sees half of one. The engine sends and reads those of a running
-// communicator; Comm::shrink (core/shrink.cpp) those of its agreement on who is alive.
+// so a reader never sees half of one. The control channel (core/control_channel.hpp) sends
+// and reads those of a running communicator; Comm::shrink (core/shrink.cpp) those of its
+// agreement on who is alive.
 #pragma once
 
 #include <cstdint>

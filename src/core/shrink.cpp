@@ -26,9 +26,9 @@ Time now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 
 // Sends what the agreement asks to; a peer that cannot take it has closed, which its
 // socket's read reports.
-void flush(const Engine& engine, ShrinkAgreement& a) {
+void flush(const ControlChannel& control, ShrinkAgreement& a) {
   for (const ShrinkAgreement::Out& o : a.take_outgoing()) {
-    const int fd = engine.control_fd(o.to);
+    const int fd = control.control_fd(o.to);
     if (fd >= 0) (void)::send(fd, &o.n, sizeof o.n, MSG_NOSIGNAL | MSG_DONTWAIT);
   }
 }
@@ -37,12 +37,12 @@ void flush(const Engine& engine, ShrinkAgreement& a) {
 // control sockets, feeds the agreement every notice and closed connection, and sends its
 // answers. What the failed communicator left there (abort notices, probe answers) is
 // skipped; a probe from a rank still in a call is answered, since this rank is alive.
-void pump(const Engine& engine, int me, int n, ShrinkAgreement& a, int wait_ms) {
-  flush(engine, a);
+void pump(const ControlChannel& control, int me, int n, ShrinkAgreement& a, int wait_ms) {
+  flush(control, a);
   std::vector<pollfd> fds;
   std::vector<int> peers;
   for (int j = 0; j < n; ++j) {
-    const int fd = engine.control_fd(j);
+    const int fd = control.control_fd(j);
     if (j != me && fd >= 0 && !a.is_closed(j)) {
       fds.push_back({fd, POLLIN, 0});
       peers.push_back(j);
@@ -72,7 +72,7 @@ void pump(const Engine& engine, int me, int n, ShrinkAgreement& a, int wait_ms) 
     }
   }
   a.tick(now_s());
-  flush(engine, a);
+  flush(control, a);
 }
 
 uint16_t port_of(const net::Fd& listener) { return net::local_address(listener.get()).port(); }
@@ -83,26 +83,26 @@ Comm CommState::shrink() {
   const Time t0 = now_s();
   // As NCCL_SHRINK_ABORT: the parent's running and queued operations fail first, so this
   // thread alone reads the control sockets from here on.
-  engine->revoke();
+  engine->control().revoke();
   queue.abort(std::make_exception_ptr(InvalidUsage("Comm::shrink was called before this operation ran")));
-  engine->fail_later_calls(std::make_exception_ptr(
+  engine->control().fail_later_calls(std::make_exception_ptr(
       InvalidUsage("this communicator was shrunk: use the communicator Comm::shrink returned, and destroy this one")));
 
   ShrinkAgreement a(rank, nranks, cfg.timeout_s);
   net::Fd listener = listen_like(table[rank].listen);
   std::vector<int> known_dead;
-  if (engine->culprit_stopped()) known_dead.push_back(engine->culprit());
-  a.begin(now_s(), port_of(listener), engine->culprit(), known_dead);
+  if (engine->control().culprit_stopped()) known_dead.push_back(engine->control().culprit());
+  a.begin(now_s(), port_of(listener), engine->control().culprit(), known_dead);
   for (;;) {
-    while (a.state() == ShrinkAgreement::State::agreeing) pump(*engine, rank, nranks, a, 50);
-    flush(*engine, a);
+    while (a.state() == ShrinkAgreement::State::agreeing) pump(engine->control(), rank, nranks, a, 50);
+    flush(engine->control(), a);
     if (a.state() == ShrinkAgreement::State::excluded)
       throw PeerError(a.excluded_by(), "Comm::shrink: " + a.why_excluded());
     if (!a.doomed()) {
       try {
         Comm c = connect_decided(a, listener);
         a.created();
-        flush(*engine, a);
+        flush(engine->control(), a);
         STRATA_INFO("shrink: rank %d of %d is rank %d of %zu (left out: %s) after %.3f s, attempt %d", rank, nranks,
                     c.rank(), a.members().size(), ranks_text(a.left_out()).c_str(), now_s() - t0, a.epoch() + 1);
         return c;
@@ -142,7 +142,7 @@ Comm CommState::connect_decided(ShrinkAgreement& a, const net::Fd& listener) {
   std::atomic<bool> done{false};
   std::thread watcher([&] {
     while (!done.load()) {
-      pump(*engine, rank, nranks, a, 20);
+      pump(engine->control(), rank, nranks, a, 20);
       if (a.doomed() || a.state() == ShrinkAgreement::State::excluded) {
         ::shutdown(listener.get(), SHUT_RDWR);
         return;

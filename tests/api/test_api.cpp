@@ -36,6 +36,8 @@ static_assert(static_cast<int>(strataFloat16) == static_cast<int>(DataType::floa
 static_assert(static_cast<int>(strataBfloat16) == static_cast<int>(DataType::bfloat16));
 static_assert(static_cast<int>(strataFloat32) == static_cast<int>(DataType::float32));
 static_assert(static_cast<int>(strataFloat64) == static_cast<int>(DataType::float64));
+static_assert(static_cast<int>(strataFloat8e4m3) == static_cast<int>(DataType::float8_e4m3));
+static_assert(static_cast<int>(strataFloat8e5m2) == static_cast<int>(DataType::float8_e5m2));
 static_assert(static_cast<int>(strataSum) == static_cast<int>(ReduceOp::sum));
 static_assert(static_cast<int>(strataProd) == static_cast<int>(ReduceOp::prod));
 static_assert(static_cast<int>(strataMax) == static_cast<int>(ReduceOp::max));
@@ -497,8 +499,8 @@ TEST(ApiInit, InitFromEnvWithoutVariablesThrows) {
 
 TEST(ApiTypes, NamesSizesAndParsing) {
   const char* names[] = {"int8", "uint8", "int32", "uint32", "int64",
-                         "uint64", "half", "bfloat16", "float", "double"};
-  const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
+                         "uint64", "half", "bfloat16", "float", "double", "f8e4m3", "f8e5m2"};
+  const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1};
   for (int i = 0; i < kNumDataTypes; ++i) {
     DataType t = static_cast<DataType>(i);
     EXPECT_TRUE(is_valid(t));
@@ -511,6 +513,8 @@ TEST(ApiTypes, NamesSizesAndParsing) {
   EXPECT_EQ(parse_datatype("float32"), DataType::float32);
   EXPECT_EQ(parse_datatype("fp16"), DataType::float16);
   EXPECT_EQ(parse_datatype("bf16"), DataType::bfloat16);
+  EXPECT_EQ(parse_datatype("fp8_e4m3"), DataType::float8_e4m3);
+  EXPECT_EQ(parse_datatype("e5m2"), DataType::float8_e5m2);
   EXPECT_FALSE(parse_datatype("float128").has_value());
   EXPECT_FALSE(parse_datatype("").has_value());
   EXPECT_FALSE(is_valid(kBadType));

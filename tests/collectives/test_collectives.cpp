@@ -54,6 +54,8 @@ std::vector<Config> configs() {
   // Default transport (shared memory on one host): the full small-size matrix plus
   // 65536 +- 1 elements.
   for (int n : sizes) v.push_back({"default_" + nn(n), n, {}, {"--quick", "--medium"}, 400});
+  // fp8 (out of the default matrix, for time): every collective and op, small sizes.
+  for (int n : {2, 3, 4}) v.push_back({"fp8_" + nn(n), n, {}, {"--quick", "--types=f8e4m3,f8e5m2", "--no-misc"}, 400});
   // 64 MiB float32 sum for every collective.
   for (int n : {2, 4}) v.push_back({"big_" + nn(n), n, {}, {"--big"}, 400});
   // Two-rank all-reduces of >= 4 MiB run in 1 MiB pieces: sizes that do not divide evenly.

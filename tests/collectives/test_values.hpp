@@ -11,6 +11,7 @@
 #include <string>
 
 #include "strata/types.hpp"
+#include "../common/narrow_float_reference.hpp"
 
 namespace strata_test {
 
@@ -68,6 +69,12 @@ inline uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
+// ---- fp8, from the formats' reference (tests/common/narrow_float_reference.hpp) ----
+inline long double e4m3_to_ld(uint8_t c) { return narrow_decode(kE4M3, c); }
+inline uint8_t f32_to_e4m3(float f) { return static_cast<uint8_t>(narrow_encode(kE4M3, f)); }
+inline long double e5m2_to_ld(uint8_t c) { return narrow_decode(kE5M2, c); }
+inline uint8_t f32_to_e5m2(float f) { return static_cast<uint8_t>(narrow_encode(kE5M2, f)); }
+
 // ---- per-type traits: storage type S, reference type C, value generators ----
 template <strata::DataType D>
 struct TT;
@@ -118,13 +125,14 @@ struct FloatBase {
   static constexpr bool is_signed = true;
 };
 
-// 16-bit floats: small integer sums are exact. `Mantissa` bits; sums draw from
-// [-R, R] with R = min(SumRange, SumBudget / n); other inputs are (k - AnyHalf) / AnyDiv
-// for k in [0, 2 * AnyHalf].
-template <long double (*Dec)(uint16_t), uint16_t (*Enc)(float), int Mantissa, int SumRange, int SumBudget,
+// 8- and 16-bit floats: small integer sums are exact. `Mantissa` bits; sums draw from
+// [-R, R] with R = min(SumRange, SumBudget / n), so every partial sum is an integer the
+// type holds; other inputs are (k - AnyHalf) / AnyDiv for k in [0, 2 * AnyHalf], rounded
+// to the type.
+template <typename S_, long double (*Dec)(S_), S_ (*Enc)(float), int Mantissa, int SumRange, int SumBudget,
           int AnyHalf, int AnyDiv>
-struct HalfTraits : FloatBase {
-  using S = uint16_t;
+struct NarrowFloatTraits : FloatBase {
+  using S = S_;
   static constexpr bool small_int_sums = true;
   static constexpr long double ulp_rel = 1.0L / (1 << Mantissa);  // ulp(x) <= ulp_rel * |x|
   static C dec(S s) { return Dec(s); }
@@ -144,9 +152,14 @@ struct HalfTraits : FloatBase {
   }
 };
 template <>
-struct TT<strata::DataType::float16> : HalfTraits<f16_to_ld, f32_to_f16, 10, 64, 2048, 2000, 4> {};
+struct TT<strata::DataType::float16> : NarrowFloatTraits<uint16_t, f16_to_ld, f32_to_f16, 10, 64, 2048, 2000, 4> {};
 template <>
-struct TT<strata::DataType::bfloat16> : HalfTraits<bf16_to_ld, f32_to_bf16, 7, 16, 256, 127, 2> {};
+struct TT<strata::DataType::bfloat16> : NarrowFloatTraits<uint16_t, bf16_to_ld, f32_to_bf16, 7, 16, 256, 127, 2> {};
+// fp8: integers are exact up to 16 (e4m3) and 8 (e5m2).
+template <>
+struct TT<strata::DataType::float8_e4m3> : NarrowFloatTraits<uint8_t, e4m3_to_ld, f32_to_e4m3, 3, 4, 16, 15, 2> {};
+template <>
+struct TT<strata::DataType::float8_e5m2> : NarrowFloatTraits<uint8_t, e5m2_to_ld, f32_to_e5m2, 2, 2, 8, 15, 2> {};
 template <>
 struct TT<strata::DataType::float32> : FloatBase {
   using S = float;
@@ -248,7 +261,7 @@ long double tolerance(strata::ReduceOp op, int n, long double expected, long dou
     long double e = std::fabs(expected);
     switch (op) {
       case strata::ReduceOp::sum:
-        // fp16/bf16 inputs are small integers: every partial sum is exact.
+        // 8/16-bit float inputs are small integers: every partial sum is exact.
         return T::small_int_sums ? 0 : 2 * n * T::ulp_rel * sumabs;
       case strata::ReduceOp::avg:
         // exact sum, then one division and at most two roundings (fp32, then the type)

@@ -161,6 +161,8 @@ std::unique_ptr<CaseBase> make_case(Comm& comm, Collective coll, DataType t, Red
     STRATA_CASE(bfloat16)
     STRATA_CASE(float32)
     STRATA_CASE(float64)
+    STRATA_CASE(float8_e4m3)
+    STRATA_CASE(float8_e5m2)
   }
 #undef STRATA_CASE
   return nullptr;

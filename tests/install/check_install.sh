@@ -37,6 +37,18 @@ if ! grep -q "$prefix/.*libstrata.so" <<<"$libs"; then
   echo "FAIL: the installed strata-perf does not load the installed libstrata"
   exit 1
 fi
+# The installed strata-perf --api nccl loads the installed libnccl.so.2, which loads the
+# installed libstrata.
+out=$("$prefix/bin/strata-run" -n 2 -- "$prefix/bin/strata-perf" all_reduce --api nccl -b 8 -e 8 -n 1 -w 0)
+if ! grep -q "# nccl: $prefix/.*/strata-nccl/libnccl.so.2" <<<"$out" || ! grep -q "Out of bounds values : 0 OK" <<<"$out"; then
+  echo "$out"
+  echo "FAIL: the installed strata-perf --api nccl did not run on the installed libnccl.so.2"
+  exit 1
+fi
+if ! ldd "$(find "$prefix" -name libnccl.so.2 | head -1)" | grep -q "$prefix/.*libstrata.so"; then
+  echo "FAIL: the installed libnccl.so.2 does not load the installed libstrata"
+  exit 1
+fi
 torch=""
 if [ -n "$python" ]; then
   module=$(find "$prefix" -name '_torch_backend*.so' | head -1)
@@ -44,8 +56,11 @@ if [ -n "$python" ]; then
     echo "FAIL: the torch backend was built but not installed under $prefix"
     exit 1
   fi
-  if ! ldd "$module" | grep -q "$prefix/.*libstrata.so"; then
-    ldd "$module"
+  # ldd's output captured first: under pipefail, grep -q exiting at the first match can
+  # kill ldd with SIGPIPE and fail the pipeline although the library was found.
+  module_libs=$(ldd "$module")
+  if ! grep -q "$prefix/.*libstrata.so" <<<"$module_libs"; then
+    echo "$module_libs"
     echo "FAIL: the installed torch backend does not load the installed libstrata"
     exit 1
   fi
@@ -57,4 +72,4 @@ if [ -n "$python" ]; then
   fi
   torch="; the installed torch backend passed on 2 ranks"
 fi
-echo "install: built against the installed tree with find_package and pkg-config; both passed on 2 ranks$torch"
+echo "install: built against the installed tree with find_package and pkg-config; both passed on 2 ranks; strata-perf --api nccl ran on the installed libnccl.so.2$torch"

@@ -5,9 +5,12 @@ Layers, lowest first: ground; algorithms and transports (beside each other, neit
 includes the other); core; api (core and api live under src/, which is on the include
 path, so their headers are included as "core/..." and "api/..."). Public headers (include/) are the contract every layer
 may use. Tools (launcher, topology, perf, training) are above the library: nothing in the
-library may include them. Front ends outside the library (python/: the torch backend)
-use the public headers and their own files only. Prints one line per offending include,
-then a verdict.
+library may include them. Front ends outside the library (python/: the torch backend;
+src/nccl: libnccl.so.2) use the public headers and their own files only. CUDA's headers
+(and .cu files) belong to the folders that talk to the GPU: the CUDA device backend, the
+IPC link and the trainer's CUDA kernels; everything else reaches the device through
+ground/device's interfaces, so it builds and runs without CUDA. Prints one line per
+offending include, then a verdict.
 """
 import os
 import re
@@ -25,10 +28,19 @@ MAY_INCLUDE = {
 # Where each layer's files are, relative to the root (its include name is the layer).
 FOLDER = {"core": "src/core", "api": "src/api"}
 # Folders that may include only public headers and files of their own folder.
-PUBLIC_ONLY = {"python"}
+PUBLIC_ONLY = {"python", "src/nccl"}
 PROJECT_FOLDERS = set(MAY_INCLUDE) | PUBLIC_ONLY | {"launcher", "topology", "perf", "training", "tests", "tools", "src"}
 SOURCES = (".cpp", ".hpp", ".h", ".c", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+# The only folders that may include CUDA's headers or hold .cu files.
+CUDA_FOLDERS = ("ground/device/cuda", "transports/ipc", "training/cuda")
+# Programs that stand where a CUDA user stands (built against NVIDIA's nccl.h, which
+# includes cuda_runtime.h, or checking a GPU on purpose): the rule is about the library
+# and its tools reaching the GPU only through ground/device.
+CUDA_USERS = ("tests/nccl", "examples")
+CUDA_HEADER = re.compile(
+    r'^\s*#\s*include\s*[<"]((?:cuda|cublas|cudnn|curand|cufft|cusparse|cusolver|nvrtc|nvml|'
+    r'driver_types|vector_types|cooperative_groups)[^>"]*|(?:cub|thrust|cuda|nv)/[^>"]*)[>"]', re.M)
 
 
 def includes(root, folder):
@@ -39,6 +51,15 @@ def includes(root, folder):
                 path = os.path.join(dirpath, f)
                 for inc in INCLUDE.findall(open(path, encoding="utf-8", errors="replace").read()):
                     yield path, dirpath, inc
+
+
+def project_sources(root):
+    """Every source file of the project (build trees and hidden folders skipped)."""
+    for dirpath, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith((".", "build")) and d != "__pycache__"]
+        for f in files:
+            if f.endswith(SOURCES):
+                yield os.path.join(dirpath, f)
 
 
 def check(ROOT):
@@ -64,6 +85,14 @@ def check(ROOT):
             local = os.path.realpath(os.path.join(dirpath, inc))
             if not (os.path.exists(local) and local.startswith(top_dir + os.sep)):
                 bad.append(f"{os.path.relpath(path, ROOT)}: {front} uses the public headers only, not \"{inc}\"")
+    for path in project_sources(ROOT):
+        rel = os.path.relpath(path, ROOT)
+        if any(rel.startswith(f + os.sep) for f in CUDA_FOLDERS + CUDA_USERS):
+            continue
+        if path.endswith((".cu", ".cuh")):
+            bad.append(f"{rel}: CUDA code outside {', '.join(CUDA_FOLDERS)}")
+        for inc in CUDA_HEADER.findall(open(path, encoding="utf-8", errors="replace").read()):
+            bad.append(f"{rel}: includes CUDA's <{inc}> (only {', '.join(CUDA_FOLDERS)} may)")
     for b in bad:
         print(b)
     print(f"layers: {checked} includes checked, {len(bad)} against the layering")
@@ -87,7 +116,19 @@ def planted_violation_is_caught():
         open(os.path.join(tmp, "python", "b", "x.cpp"), "w").write('#include "own.hpp"\n#include "../../src/core/engine.hpp"\n')
         front = check(tmp) == 1
     print("planted front-end include of core:", "caught" if front else "NOT caught")
-    return 0 if caught and front else 1
+    with tempfile.TemporaryDirectory() as tmp:  # CUDA outside its folders; inside them it is fine
+        for folder, name, text in (("ground/device/cuda", "ok.cpp", "#include <cuda_runtime.h>\n"),
+                                   ("ground/device", "x.cpp", "#include <cuda.h>\n"),
+                                   ("src/core", "k.cu", "\n")):
+            os.makedirs(os.path.join(tmp, folder), exist_ok=True)
+            open(os.path.join(tmp, folder, name), "w").write(text)
+        cuda = check(tmp) == 1
+        os.remove(os.path.join(tmp, "ground/device/x.cpp"))
+        os.remove(os.path.join(tmp, "src/core/k.cu"))
+        cuda_allowed = check(tmp) == 0
+    print("planted CUDA include outside the CUDA folders:", "caught" if cuda else "NOT caught")
+    print("CUDA include inside the CUDA backend:", "allowed" if cuda_allowed else "NOT allowed")
+    return 0 if caught and front and cuda and cuda_allowed else 1
 
 
 def main():

@@ -118,7 +118,7 @@ int run_main(std::vector<std::string> args, bool corrupt = false) {
   for (auto& a : args) argv.push_back(a.data());
   testing::internal::CaptureStdout();
   testing::internal::CaptureStderr();
-  const int rc = tool_main(static_cast<int>(argv.size()), argv.data(), {"fake-perf", "0"},
+  const int rc = tool_main(static_cast<int>(argv.size()), argv.data(), {"fake-perf", "0", ""},
                            [corrupt](const Options&) -> std::unique_ptr<Backend> {
                              auto b = std::make_unique<LoopbackBackend>();
                              b->corrupt = corrupt;

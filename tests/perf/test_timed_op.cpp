@@ -114,5 +114,17 @@ TEST(Collective, NamesAndSpellings) {
     EXPECT_FALSE(parse_coll(bad).has_value()) << bad;
 }
 
+TEST(Collective, PointToPointPeers) {
+  // The ring shift wraps around; the pipeline's ends have no peer on one side.
+  for (int n : {1, 2, 3, 5})
+    for (int r = 0; r < n; ++r) {
+      const P2pPeers ring = p2p_peers(P2p::sendrecv, r, n), chain = p2p_peers(P2p::pipeline, r, n);
+      EXPECT_EQ(ring.send_to, (r + 1) % n) << r << "/" << n;
+      EXPECT_EQ(ring.recv_from, (r + n - 1) % n) << r << "/" << n;
+      EXPECT_EQ(chain.send_to, r + 1 < n ? r + 1 : -1) << r << "/" << n;
+      EXPECT_EQ(chain.recv_from, r > 0 ? r - 1 : -1) << r << "/" << n;
+    }
+}
+
 }  // namespace
 }  // namespace perf

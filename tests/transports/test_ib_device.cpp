@@ -40,10 +40,10 @@ class ScopedEnv {
 };
 
 #define SKIP_WITH_DEVICE()                                                                                  \
-  if (strata::kIbverbsTransport.rdma())                                                                     \
+  if (strata::kIbverbsTransport.offers())                                                                     \
   GTEST_SKIP() << "an RDMA device is present: the refusal without a device is not what happens here"
 #define SKIP_WITHOUT_DEVICE()                                                                               \
-  if (!strata::kIbverbsTransport.rdma())                                                                    \
+  if (!strata::kIbverbsTransport.offers())                                                                    \
   GTEST_SKIP() << "no RDMA device (ibv_get_device_list found none, or no active port matches STRATA_IB_HCA): " \
                   "device test not run"
 
@@ -89,11 +89,17 @@ TEST(IbverbsRefusal, ForcedWithoutDeviceFailsEveryRankCleanly) {
 TEST(IbverbsDevice, LoopbackLinkTransfersAndReduces) {
   SKIP_WITHOUT_DEVICE();
   strata::Config cfg = strata::Config::from_env();
-  auto a = strata::kIbverbsTransport.create(0, 2, cfg);
-  auto b = strata::kIbverbsTransport.create(1, 2, cfg);
-  std::vector<char> ia = a->local_info(1, false), ib = b->local_info(0, false);
-  auto la = a->connect(1, ib, true);
-  auto lb = b->connect(0, ia, true);
+  strata::SetupContext ca, cb;
+  ca.rank = 0, cb.rank = 1;
+  ca.nranks = cb.nranks = 2;
+  ca.cfg = cb.cfg = &cfg;
+  ca.peers = {1}, cb.peers = {0};
+  ca.same_host = cb.same_host = {true, true};
+  auto a = strata::kIbverbsTransport.create(ca);
+  auto b = strata::kIbverbsTransport.create(cb);
+  std::vector<char> ia = a->local_info(1), ib = b->local_info(0);
+  auto la = a->connect(1, ib);
+  auto lb = b->connect(0, ia);
   const size_t n = (8 << 20) / sizeof(float) + 13;
   std::vector<float> x(n), y(n), z(n, 0.f), w(n);
   for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(i % 977), y[i] = static_cast<float>(i % 13), w[i] = 1.f;

@@ -161,6 +161,8 @@ const std::map<std::string, Malformed>& malformed_values() {
       {"STRATA_SOCKET_IFNAME", {"no-such-interface0"}},
       {"STRATA_DEBUG", {"garbage"}},
       {"STRATA_REDUCE_ISA", {"foo"}},
+      {"STRATA_DEVICE", {"tpu"}},
+      {"STRATA_EMULATED_DELAY_US", {"1000001"}},
       {"STRATA_HOST", {nullptr}},  // too long: filled in below
       {"STRATA_TIMEOUT", {"abc"}},
       {"STRATA_CHECK", {"yes"}},

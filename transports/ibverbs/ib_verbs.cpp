@@ -373,7 +373,7 @@ class IbSetup final : public LinkSetup {
     for (auto& n : nics_) desc_ += " " + n->where();
   }
 
-  std::vector<char> local_info(int peer, bool) override {
+  std::vector<char> local_info(int peer) override {
     ConnInfo info;
     auto& qps = pending_[peer];
     for (auto& nic : nics_) {
@@ -383,7 +383,7 @@ class IbSetup final : public LinkSetup {
     return encode(info);
   }
 
-  std::unique_ptr<Link> connect(int peer, const std::vector<char>& blob, bool) override {
+  std::unique_ptr<Link> connect(int peer, const std::vector<char>& blob) override {
     std::string who = "rank " + std::to_string(peer);
     ConnInfo remote = decode(blob.data(), blob.size(), who);
     auto& mine = pending_[peer];
@@ -399,7 +399,7 @@ class IbSetup final : public LinkSetup {
     return std::make_unique<IbLink>(peer, std::move(ops), chunk, std::max<uint32_t>(1, t_.slots / 4));
   }
 
-  const char* describe() const override { return desc_.c_str(); }
+  std::string describe(int) const override { return desc_; }
 
  private:
   std::vector<std::shared_ptr<Nic>> nics_;
@@ -419,7 +419,7 @@ void require_device() {
 }
 
 // Opens the ports and allocates their resources.
-std::unique_ptr<LinkSetup> create_setup(int, int, const Config&) {
+std::unique_ptr<LinkSetup> create_setup(const SetupContext&) {
   std::string why;
   std::vector<PortId> ports = selected_ports(&why);
   if (ports.empty()) require_device();

@@ -439,17 +439,23 @@ enum class PutUse { never, same_host, always };
 
 class UcxSetup final : public LinkSetup {
  public:
-  UcxSetup(int rank, int nranks, size_t chunk, size_t put_chunk, int slots, PutUse puts)
-      : w_(std::make_shared<Worker>(nranks)), rank_(rank), chunk_(chunk), put_chunk_(put_chunk), slots_(slots), puts_(puts) {
+  UcxSetup(const SetupContext& ctx, size_t chunk, size_t put_chunk, int slots, PutUse puts)
+      : w_(std::make_shared<Worker>(ctx.nranks)),
+        rank_(ctx.rank),
+        same_host_(ctx.same_host),
+        chunk_(chunk),
+        put_chunk_(put_chunk),
+        slots_(slots),
+        puts_(puts) {
     desc_ = "chunk " + std::to_string(chunk_) + " B, " + std::to_string(slots_) + " staging chunks, puts " +
             (puts == PutUse::never ? "off"
                                    : std::string(puts == PutUse::same_host ? "on one host" : "everywhere") + " in " +
                                          std::to_string(put_chunk_) + " B chunks");
   }
-  std::vector<char> local_info(int peer, bool same_host) override {
+  std::vector<char> local_info(int peer) override {
     ConnInfo mine;
     mine.address = w_->address;
-    if (takes_puts(same_host)) {
+    if (takes_puts(same_host_[static_cast<size_t>(peer)])) {
       Worker::Region r = w_->map_region(put_chunk_ * static_cast<size_t>(slots_));
       regions_[peer] = r.base;
       mine.region = reinterpret_cast<uint64_t>(r.base);
@@ -460,7 +466,8 @@ class UcxSetup final : public LinkSetup {
     return encode(mine);
   }
   // Both ends reach the same verdict on puts: each set aside a region under the same rule.
-  std::unique_ptr<Link> connect(int peer, const std::vector<char>& remote, bool same_host) override {
+  std::unique_ptr<Link> connect(int peer, const std::vector<char>& remote) override {
+    const bool same_host = same_host_[static_cast<size_t>(peer)];
     std::optional<ConnInfo> theirs = decode(remote);
     if (!theirs) throw SystemError("UCX: malformed connection info from rank " + std::to_string(peer));
     std::optional<PutPath> path;
@@ -476,7 +483,7 @@ class UcxSetup final : public LinkSetup {
     size_t chunk = path ? put_chunk_ : chunk_;
     return std::make_unique<UcxLink>(peer, rank_, w_, theirs->address, same_host, chunk, slots_, std::move(path));
   }
-  const char* describe() const override { return desc_.c_str(); }
+  std::string describe(int) const override { return desc_; }
 
  private:
   bool takes_puts(bool same_host) const {
@@ -485,6 +492,7 @@ class UcxSetup final : public LinkSetup {
 
   std::shared_ptr<Worker> w_;
   int rank_;
+  std::vector<bool> same_host_;  // by rank
   size_t chunk_, put_chunk_;  // a link's transfers are cut in put_chunk_ pieces if it puts
   int slots_;
   PutUse puts_;
@@ -493,8 +501,8 @@ class UcxSetup final : public LinkSetup {
 };
 
 // Creates the communicator's UCP context and worker; each peer is sent its address.
-std::unique_ptr<LinkSetup> create_setup(int rank, int nranks, const Config& cfg) {
-  if (nranks > kMaxRanks) throw InvalidArgument("STRATA_TRANSPORT=ucx supports at most " + std::to_string(kMaxRanks) + " ranks");
+std::unique_ptr<LinkSetup> create_setup(const SetupContext& ctx) {
+  if (ctx.nranks > kMaxRanks) throw InvalidArgument("STRATA_TRANSPORT=ucx supports at most " + std::to_string(kMaxRanks) + " ranks");
   size_t chunk = static_cast<size_t>(settings::integer("STRATA_UCX_CHUNK_BYTES")) & ~size_t(63);
   int slots = static_cast<int>(settings::integer("STRATA_UCX_STAGING_CHUNKS"));
   std::string puts = settings::text("STRATA_UCX_PUTS");  // "" (auto), "auto", "0" or "1"
@@ -502,7 +510,7 @@ std::unique_ptr<LinkSetup> create_setup(int rank, int nranks, const Config& cfg)
   // Smaller than tag messages: a slot the peer has just written is still in cache when it is
   // taken out (2-rank sendrecv of 4 MiB over UCX sm: 1.43x with 256 KiB against 1 MiB).
   size_t put_chunk = static_cast<size_t>(settings::integer("STRATA_UCX_PUT_CHUNK_BYTES")) & ~size_t(63);
-  return std::make_unique<UcxSetup>(rank, nranks, chunk, put_chunk, slots, use);
+  return std::make_unique<UcxSetup>(ctx, chunk, put_chunk, slots, use);
 }
 
 }  // namespace
@@ -510,5 +518,5 @@ std::unique_ptr<LinkSetup> create_setup(int rank, int nranks, const Config& cfg)
 }  // namespace strata::ucx
 
 namespace strata {
-const LinkSetupTransport kUcxTransport{&ucx::rdma_capable, [] {}, &ucx::create_setup};
+const LinkSetupTransport kUcxTransport{&ucx::rdma_capable, nullptr, &ucx::create_setup};
 }  // namespace strata

@@ -4,7 +4,7 @@
 #include "tool_main.hpp"
 
 int main(int argc, char** argv) {
-  return perf::tool_main(argc, argv, {"gloo-perf", PERF_TOOL_VERSION},
+  return perf::tool_main(argc, argv, {"gloo-perf", PERF_TOOL_VERSION, ""},
                          [](const perf::Options&) -> std::unique_ptr<perf::Backend> {
                            return std::make_unique<perf::GlooBackend>();
                          });

@@ -69,9 +69,9 @@ void MpiBackend::run(const CollCall& c) {
   if (const P2p* p = std::get_if<P2p>(&c.coll)) {
     // The ring shift; pipeline has no wrap-around: MPI_PROC_NULL past the ends of the
     // chain, so rank 0 only sends and the last rank only receives.
-    const bool ring = *p == P2p::sendrecv;
-    const int next = rank_ + 1 < size_ ? rank_ + 1 : ring ? 0 : MPI_PROC_NULL;
-    const int prev = rank_ > 0 ? rank_ - 1 : ring ? size_ - 1 : MPI_PROC_NULL;
+    const P2pPeers peers = p2p_peers(*p, rank_, size_);
+    const int next = peers.send_to >= 0 ? peers.send_to : MPI_PROC_NULL;
+    const int prev = peers.recv_from >= 0 ? peers.recv_from : MPI_PROC_NULL;
     constexpr int kTag = 7;
     if (c.in_place)
       check(MPI_Sendrecv_replace(c.recv, n, dt, next, kTag, prev, kTag, w, MPI_STATUS_IGNORE),

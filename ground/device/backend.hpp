@@ -1,0 +1,42 @@
+// The device backend: Memory and Execution of one device, chosen once per process by
+// STRATA_DEVICE (auto | cuda | emulated | none; auto is cuda where an NVIDIA driver and
+// GPU exist, else none). docs/device.md describes both backends.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "ground/device/execution.hpp"
+#include "ground/device/memory.hpp"
+
+namespace strata::device {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;          // "cuda", "emulated"
+  virtual std::string device_name() const = 0;  // "NVIDIA H100 80GB HBM3", "emulated"
+  virtual Memory& memory() = 0;
+  virtual Execution& execution() = 0;
+};
+
+// This process's backend (made on first use and kept until exit), or nullptr for none.
+// A bad STRATA_DEVICE, or STRATA_DEVICE=cuda where CUDA cannot be used, throws (every
+// call, naming why).
+Backend* backend();
+// backend(), or InvalidUsage naming `what` when there is none.
+Backend& require_backend(const char* what);
+
+// A new backend for `choice` (what STRATA_DEVICE says; nullptr for "none", or "auto"
+// without a GPU). backend() makes its one with this; tests make their own.
+std::unique_ptr<Backend> make_backend(std::string_view choice);
+
+// The CUDA backend lives in its own library, next to libstrata, loaded only when asked
+// for (so libstrata never links CUDA): it exports this factory, which makes the backend
+// for the calling thread's current device or throws SystemError naming why it cannot.
+inline constexpr const char* kCudaLibrary = "libstrata-cuda.so";
+inline constexpr const char* kCudaFactory = "strata_cuda_backend_create";
+using CudaFactory = Backend* (*)();
+
+}  // namespace strata::device

@@ -1,0 +1,35 @@
+// Where a plan's local steps run: copies, reductions and the op's final step, on the memory
+// kind of the call. The engine hands its executor every local step of a round and, before
+// it posts the round's first transfer, asks it to settle, so the links see what the local
+// steps wrote. Host memory runs them inline on the calling thread; a device runs them as
+// tasks on its stream, and settling waits for them.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "ground/memory_kind.hpp"
+#include "strata/types.hpp"
+#include "transports/transport.hpp"
+
+namespace strata {
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // dst = src, `bytes` of them; the two may overlap.
+  virtual void copy(char* dst, const char* src, size_t bytes) = 0;
+  // dst = dst op src over `count` elements: how.fn on host memory, how.type and how.op
+  // for an executor with kernels of its own.
+  virtual void reduce(char* dst, const char* src, size_t count, const Reduction& how) = 0;
+  // The op's final step in place (avg: divides by `nranks`).
+  virtual void finalize(char* buf, size_t count, DataType type, ReduceOp op, int nranks) = 0;
+  // What the local steps wrote so far is visible to the links before transfers are posted.
+  virtual void settle() = 0;
+};
+
+// The executor for `kind`. Device memory's needs the device layer (ground/device), which
+// is not wired yet: InvalidUsage says so.
+std::unique_ptr<Executor> make_executor(MemoryKind kind);
+
+}  // namespace strata

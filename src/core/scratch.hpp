@@ -1,0 +1,37 @@
+// A communicator's scratch memory, what plans address as Buf::scratch: one block per memory
+// kind, grown to the largest call so far and never shrunk; its contents do not outlive a
+// call. Host blocks are page-aligned; device blocks will come from the device layer's
+// memory (ground/device) once it is wired.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <memory>
+
+#include "ground/memory_kind.hpp"
+
+namespace strata {
+
+class Scratch {
+ public:
+  // At least `bytes` of `kind` memory (null while nothing was asked for). A larger request
+  // replaces the block without keeping what it held. Device memory: InvalidUsage, the
+  // device layer is not wired yet.
+  void* get(MemoryKind kind, size_t bytes) {
+    Block& b = blocks_[static_cast<size_t>(kind)];
+    return bytes <= b.bytes ? b.p.get() : grow(kind, bytes);
+  }
+
+ private:
+  void* grow(MemoryKind kind, size_t bytes);
+  struct Free {
+    void operator()(void* p) const;
+  };
+  struct Block {
+    std::unique_ptr<void, Free> p;
+    size_t bytes = 0;
+  };
+  std::array<Block, kNumMemoryKinds> blocks_;
+};
+
+}  // namespace strata
