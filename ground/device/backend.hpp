@@ -25,6 +25,11 @@ class Backend {
 // A bad STRATA_DEVICE, or STRATA_DEVICE=cuda where CUDA cannot be used, throws (every
 // call, naming why).
 Backend* backend();
+// Whether this process has, or may make, a backend, without making one (so a
+// communicator's setup creates no CUDA context): STRATA_DEVICE is emulated or cuda, or
+// auto where an NVIDIA driver exists. A backend that then fails to load fails the first
+// device call, saying why. InvalidArgument for a bad STRATA_DEVICE.
+bool backend_possible();
 // backend(), or InvalidUsage naming `what` when there is none.
 Backend& require_backend(const char* what);
 

@@ -10,6 +10,7 @@
 #include "core/comm_state.hpp"
 #include "core/placement.hpp"
 #include "transports/ibverbs/ib_hca.hpp"
+#include "transports/staging/staging_link.hpp"
 #include "ground/fnv1a.hpp"
 #include "ground/log.hpp"
 #include "ground/ranks_text.hpp"
@@ -93,6 +94,7 @@ Config creation_config() {
   if (auto hex = settings::raw("STRATA_SECRET")) (void)bootstrap::parse_secret_hex(*hex);
   if (auto hca = settings::raw("STRATA_IB_HCA")) (void)ibverbs::parse_hca_list(*hca);
   if (auto ifname = settings::raw("STRATA_SOCKET_IFNAME")) (void)net::interface_address(*ifname);
+  (void)staging_chunk_bytes();
   return cfg;
 }
 

@@ -180,6 +180,9 @@ const std::map<std::string, Malformed>& malformed_values() {
       {"STRATA_UCX_STAGING_CHUNKS", {"65"}},
       {"STRATA_UCX_PUT_CHUNK_BYTES", {"0x100"}},
       {"STRATA_UCX_PUTS", {"sometimes"}},
+      {"STRATA_IPC_CACHE_ENTRIES", {"0"}},
+      {"STRATA_STAGING_CHUNK_BYTES", {"1000"}},  // in range, not a multiple of 64
+      {"STRATA_STAGING_SLOTS", {"1"}},
       {"STRATA_IB_HCA", {"mlx5_0:port"}},
       {"STRATA_IB_GID_INDEX", {"-2"}},
       {"STRATA_IB_CHUNK_BYTES", {"128M"}},
