@@ -45,11 +45,19 @@ std::vector<LevelSpec> parse_hierarchy_spec(const std::string& spec);
 // Emulated node of `rank` when the spec sets node sizes, else -1.
 int emulated_node(const std::vector<LevelSpec>& spec, int rank);
 
+// The default link models. Shared memory: a message costs about 0.4 us between ranks on
+// two CPUs of the 2-vCPU VM (a two-rank 8 B all_reduce, direct: 0.35-0.5 us a call) and
+// its large copies run at about half the single-core copy rate (data in, then out). Tcp
+// between ranks of one host (STRATA_TRANSPORT=tcp): 6-10 us an 8 B all_reduce, about
+// 2 GB/s for 1 MiB there. A network between nodes: 10 Gbit/s. docs/benchmarks.md.
+inline constexpr LinkModel kShmLink{0.5e-6, 3e9}, kHostTcpLink{5e-6, 2e9}, kNetLink{30e-6, 1.25e9};
+
 // Builds the hierarchy from each rank's host identity and the spec. Link models come from
-// defaults (shared memory inside a node, network above) or STRATA_LINK_MODEL
-// ("node:1us:6GB,island:500us:0.125GB", names as levels, "top" for the outermost links).
+// defaults (shared memory inside a node, or tcp when `node_over_tcp`; network above) or
+// STRATA_LINK_MODEL ("node:1us:6GB,island:500us:0.125GB", names as levels, "top" for the
+// outermost links).
 Hierarchy build_hierarchy(const std::vector<std::string>& hosts, const std::vector<LevelSpec>& spec,
-                          const std::string& link_model_spec);
+                          const std::string& link_model_spec, bool node_over_tcp = false);
 
 // The hierarchy of `members` (ranks of h, ascending) alone, numbered 0.. in that order:
 // each keeps its groups and the levels their link models (Comm::shrink).

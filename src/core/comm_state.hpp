@@ -27,6 +27,9 @@ namespace strata {
 net::Fd listen_like(const net::SockAddr& advertised);
 uint64_t mix(uint64_t x);
 std::vector<std::string> hosts_of(const std::vector<bootstrap::RankInfo>& table);
+// The tuner's view of the ranks of `table` (creation, split, grow): their hosts, the
+// emulated levels of `spec`, and the link models (tcp inside a node when a rank forces it).
+Hierarchy hierarchy_of(const std::vector<bootstrap::RankInfo>& table, const std::vector<LevelSpec>& spec);
 // Shared by creation and grow (core/grow.cpp): what this rank tells the others about itself
 // (`emulated_node` >= 0: STRATA_HIERARCHY's node, which makes a host of its own); the root
 // address and secret of a job whose rendezvous is an address, and that as an id.
