@@ -25,6 +25,10 @@ class Backend {
 // A bad STRATA_DEVICE, or STRATA_DEVICE=cuda where CUDA cannot be used, throws (every
 // call, naming why).
 Backend* backend();
+// The backend if one was made already, else nullptr, without making one: what a call that
+// came without a stream asks (one atomic load), so host calls in a process that never
+// touched the device pay nothing and never load CUDA.
+Backend* loaded_backend();
 // backend(), or InvalidUsage naming `what` when there is none.
 Backend& require_backend(const char* what);
 
