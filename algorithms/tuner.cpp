@@ -8,8 +8,9 @@ namespace strata {
 namespace {
 
 const LinkModel kDefaultLink{2e-6, 3e9};
-// Rate of a separate local pass over memory (a reduction dst op= src, or a copy);
-// reductions fused into a receive (recv_reduce) cost nothing extra in this model.
+// Rate of a separate local pass over host memory (a reduction dst op= src, or a copy);
+// reductions fused into a receive (recv_reduce) cost nothing extra in this model. On
+// device memory a local pass runs at the device link's rate (Hierarchy::device).
 constexpr double kReduceBps = 4e9;
 
 int ceil_log2(int n) {
@@ -63,14 +64,16 @@ int waiting_rounds(Algo algo, int n) {
 
 double tree_time(double bytes, int n, const LinkModel& l) { return ceil_log2(n) * (l.latency_s + bytes / l.bandwidth_Bps); }
 
-double flat_time(Algo algo, Collective coll, double bytes, int n, const LinkModel& l, size_t* chunk) {
+// `local_Bps`: the rate of a separate local pass (kReduceBps on host memory).
+double flat_time(Algo algo, Collective coll, double bytes, int n, const LinkModel& l, size_t* chunk,
+                 double local_Bps = kReduceBps) {
   const double a = l.latency_s, B = l.bandwidth_Bps;
   if (n <= 1) return 0;
   switch (coll) {
     case Collective::all_reduce:
       if (algo == Algo::ring) return 2.0 * (n - 1) * (a + bytes / n / B);
       // Every peer costs its own message: n-1 latencies, not one.
-      if (algo == Algo::direct) return (n - 1) * (a + bytes / B + bytes / kReduceBps);
+      if (algo == Algo::direct) return (n - 1) * (a + bytes / B + bytes / local_Bps);
       {
         const int p = Fold(n).pow2;
         if (algo == Algo::rabenseifner) {
@@ -78,14 +81,14 @@ double flat_time(Algo algo, Collective coll, double bytes, int n, const LinkMode
           return fold + 2 * ceil_log2(p) * a + 2.0 * (p - 1) / p * bytes / B;
         }
         int steps = ceil_log2(p) + (n > p ? 2 : 0);  // recursive doubling
-        return steps * (a + bytes / B + bytes / kReduceBps);
+        return steps * (a + bytes / B + bytes / local_Bps);
       }
     case Collective::reduce_scatter:
     case Collective::all_gather:  // bytes: the whole gathered vector
       if (algo == Algo::ring) return (n - 1) * (a + bytes / n / B);
       if (algo == Algo::recursive_doubling)  // Bruck's all-gather: log rounds, then one local rotation
-        return ceil_log2(n) * a + (n - 1) * bytes / n / B + bytes / kReduceBps;
-      return (n - 1) * a + (n - 1) * bytes / n / B + (coll == Collective::reduce_scatter ? (n - 1) * bytes / n / kReduceBps : 0);
+        return ceil_log2(n) * a + (n - 1) * bytes / n / B + bytes / local_Bps;
+      return (n - 1) * a + (n - 1) * bytes / n / B + (coll == Collective::reduce_scatter ? (n - 1) * bytes / n / local_Bps : 0);
     case Collective::broadcast:
     case Collective::reduce:
       if (algo == Algo::tree) return tree_time(bytes, n, l);
@@ -112,7 +115,16 @@ double predict(Algo algo, const CollArgs& a) {
     one_host.nranks = a.nranks;
     one_host.levels.push_back({"node", std::vector<int>(static_cast<size_t>(a.nranks), 0), 1, kDefaultLink});
   }
-  const Hierarchy& h = a.hier ? *a.hier : one_host;
+  // Device buffers inside a node move over the device link (IPC); above it, staged
+  // through host memory over the same network as host buffers.
+  Hierarchy on_device;
+  const bool device = a.memory == MemoryKind::device;
+  if (device) {
+    on_device = a.hier ? *a.hier : one_host;
+    if (!on_device.levels.empty()) on_device.levels[0].link = on_device.device;
+  }
+  const Hierarchy& h = device ? on_device : a.hier ? *a.hier : one_host;
+  const double local_Bps = device ? h.device.bandwidth_Bps : kReduceBps;
   const int n = a.nranks;
   double bytes = static_cast<double>(a.count) * a.elem_size;
   if (a.coll == Collective::reduce_scatter || a.coll == Collective::all_gather || a.coll == Collective::all_to_all)
@@ -122,7 +134,7 @@ double predict(Algo algo, const CollArgs& a) {
     const bool short_rounds = h.oversubscribed && n > 1 &&
                               (a.coll == Collective::reduce_scatter || a.coll == Collective::all_gather) &&
                               static_cast<double>(a.count) * a.elem_size < kOversubscribedShortBytes;
-    return flat_time(algo, a.coll, bytes, n, cross_link(h), nullptr) +
+    return flat_time(algo, a.coll, bytes, n, cross_link(h), nullptr, local_Bps) +
            (short_rounds ? waiting_rounds(algo, n) * kOversubscribedRound_s : 0);
   }
 
@@ -133,7 +145,7 @@ double predict(Algo algo, const CollArgs& a) {
   switch (a.coll) {
     case Collective::all_reduce:
       // g concurrent rings of k, sharing each node's link: 2(k-1) steps of S/k bytes per node.
-      return 2 * (in.latency_s + fg * bytes / in.bandwidth_Bps) + fg * bytes / kReduceBps +
+      return 2 * (in.latency_s + fg * bytes / in.bandwidth_Bps) + fg * bytes / local_Bps +
              2.0 * (k - 1) * (out.latency_s + bytes / k / out.bandwidth_Bps);
     case Collective::reduce_scatter:
     case Collective::all_gather:
@@ -141,16 +153,23 @@ double predict(Algo algo, const CollArgs& a) {
     case Collective::broadcast:
     case Collective::reduce: {
       Algo inner = bytes < (64 << 10) ? Algo::tree : Algo::ring;
-      return flat_time(inner, a.coll, bytes, k, out, nullptr) + flat_time(inner, a.coll, bytes, g, in, nullptr);
+      return flat_time(inner, a.coll, bytes, k, out, nullptr, local_Bps) +
+             flat_time(inner, a.coll, bytes, g, in, nullptr, local_Bps);
     }
-    default: return flat_time(Algo::direct, a.coll, bytes, n, cross_link(h), nullptr);
+    default: return flat_time(Algo::direct, a.coll, bytes, n, cross_link(h), nullptr, local_Bps);
   }
 }
 
 Choice tune(const CollArgs& a) {
   Choice best{default_algo(a), HUGE_VAL, 0};
+  // A device all_reduce inside one node is one-shot (direct: every rank reduces every
+  // rank's data in rank order, so the results are bit-identical on every rank) while the
+  // device link's latency dominates, and the ring once bandwidth does.
+  const bool device_node = a.memory == MemoryKind::device && a.coll == Collective::all_reduce &&
+                           (!a.hier || a.hier->levels.empty() || a.hier->levels[0].ngroups == 1);
   for (Algo algo : kAllAlgos) {
     if (!supports(algo, a.coll) || (algo == Algo::hierarchical && !hierarchy_splits(a))) continue;
+    if (device_node && algo != Algo::direct && algo != Algo::ring) continue;
     // A pipelined chain needs every rank of it copying at once. With more ranks than CPUs
     // each chunk's hand-off waits for the scheduler: broadcast on 4 ranks sharing 2 cores
     // ran 1.2-4x faster as a tree than as the tuned chain, 32 KiB-8 MiB (docs/benchmarks.md).

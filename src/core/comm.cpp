@@ -101,7 +101,7 @@ void CommState::execute(const Call& call) {
 Plan CommState::build_plan_for(const Call& call, bool forward) const {
   const size_t esz = size_of(call.type);
   CollArgs a{call.coll, call.count, esz, call.root, rank, nranks, call.in_place,
-             std::max<size_t>(1, cfg.chunk_bytes / esz), &hier, forward};
+             std::max<size_t>(1, cfg.chunk_bytes / esz), &hier, forward, call.memory};
   Choice choice = tune(a);
   const char* why = "tuner";
   if (!cfg.algo.empty()) {
@@ -111,8 +111,9 @@ Plan CommState::build_plan_for(const Call& call, bool forward) const {
   }
   if (choice.chunk_bytes && !cfg.chunk_bytes_set) a.chunk_count = std::max<size_t>(1, choice.chunk_bytes / esz);
   Plan plan = build_plan(choice.algo, a);
-  STRATA_INFO("%s: %zu x %s %s root %d: %s (%s), predicted %.1f us, %zu rounds", name(call.coll), call.count,
-              name(call.type), name(call.op), call.root, plan.algo, why, predict(choice.algo, a) * 1e6, plan.rounds());
+  STRATA_INFO("%s: %zu x %s %s root %d on %s memory: %s (%s), predicted %.1f us, %zu rounds", name(call.coll),
+              call.count, name(call.type), name(call.op), call.root, name(call.memory), plan.algo, why,
+              predict(choice.algo, a) * 1e6, plan.rounds());
   return plan;
 }
 
