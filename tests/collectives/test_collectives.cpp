@@ -122,7 +122,8 @@ std::vector<Config> configs() {
 INSTANTIATE_TEST_SUITE_P(Run, Collectives, ::testing::ValuesIn(configs()),
                          [](const ::testing::TestParamInfo<Config>& i) { return i.param.name; });
 
-// The worker's --device mode (worker_checks.hpp, DeviceMode) on the emulated backend: every
+// The worker's --device mode (worker_checks.hpp, DeviceMode) on the emulated backend (or
+// the one STRATA_DEVICE names: tools/gpu-check runs these on cuda): every
 // collective x type x op at --quick's sizes (0, 1, 7, 1001, a 4 KiB chunk +-1 elements), in
 // and out of place, each call's inputs written just before it and its output read just
 // after it on its stream, plus point-to-point and groups on device buffers. One rank runs
@@ -146,7 +147,7 @@ TEST_P(DeviceCollectives, AllRanksPass) {
     GTEST_SKIP() << "this build has no staging link (transports/staging): device buffers cannot move between hosts";
   std::map<std::string, std::string> env = c.run.env;
   env["STRATA_TIMEOUT"] = "60";
-  env["STRATA_DEVICE"] = "emulated";
+  env["STRATA_DEVICE"] = strata_test::device_under_test();
   if (!c.run.launch.empty() && !can_make_namespaces())
     GTEST_SKIP() << "cannot create network namespaces here (needs root and CAP_NET_ADMIN): emulated cluster not tested";
   expect_worker_job_passes(c.run.name, c.run.n, env, c.run.launch, c.run.args, c.run.deadline_s);

@@ -20,7 +20,7 @@ namespace {
 
 Job spawn_job(int n, const std::string& mode, int timeout_s,
               const std::map<std::string, std::string>& extra_env, double deadline_s) {
-  return spawn({STRATA_FAILURE_WORKER_PATH, mode}, n, with(extra_env, {{"STRATA_TIMEOUT", std::to_string(timeout_s)}}),
+  return spawn({sibling_program(STRATA_FAILURE_WORKER_PATH), mode}, n, with(extra_env, {{"STRATA_TIMEOUT", std::to_string(timeout_s)}}),
                {}, deadline_s);
 }
 
@@ -34,7 +34,7 @@ TEST(Failure, KilledRankMidAllReduceTcp) { expect_killed_rank_reported({{"STRATA
 // are released and their devices still work.
 TEST(Failure, KilledRankMidDeviceAllReduce) {
   if (!STRATA_HAVE_IPC_LINK) GTEST_SKIP() << "this build has no IPC link (transports/ipc): no multi-rank device calls";
-  expect_killed_rank_reported({{"STRATA_DEVICE", "emulated"}}, {}, "device-killed");
+  expect_killed_rank_reported({{"STRATA_DEVICE", device_under_test()}}, {}, "device-killed");
 }
 
 TEST(Failure, StuckRankTimesOut) {
@@ -110,7 +110,7 @@ void expect_stopped_rank_named(const std::string& mode, const std::map<std::stri
     const int stop = (t * 3) % n;  // 0, 3, 2, 1, ...
     const std::string transport = t % 3 == 2 ? "tcp" : "shm";
     const int after_ms = std::uniform_int_distribution<int>(20, 400)(rng);
-    Job j = spawn({STRATA_FAILURE_WORKER_PATH, mode}, n,
+    Job j = spawn({sibling_program(STRATA_FAILURE_WORKER_PATH), mode}, n,
                   with(env, {{"STRATA_TIMEOUT", std::to_string(T)}, {"STRATA_TRANSPORT", transport},
                              {"FAILURE_STOP_RANK", std::to_string(stop)},
                              {"FAILURE_STOP_AFTER_MS", std::to_string(after_ms)}}),
@@ -145,7 +145,7 @@ TEST(Failure, StoppedRankIsNamedByEverySurvivor) { expect_stopped_rank_named("st
 
 TEST(Failure, StoppedRankIsNamedByEverySurvivorOfADeviceAllReduce) {
   if (!STRATA_HAVE_IPC_LINK) GTEST_SKIP() << "this build has no IPC link (transports/ipc): no multi-rank device calls";
-  expect_stopped_rank_named("device-stopped", {{"STRATA_DEVICE", "emulated"}});
+  expect_stopped_rank_named("device-stopped", {{"STRATA_DEVICE", device_under_test()}});
 }
 
 TEST(Failure, AbortWakesWaiterAndPeers) {
