@@ -16,6 +16,9 @@ bad=0
 expect() {  # expect DESCRIPTION FILE REGEX
   if grep -Eq -- "$3" "$2"; then echo "ok: $1"; else echo "NOT OK: $1 (no /$3/ in $2)"; bad=1; fi
 }
+expect_status() {  # expect_status WANTED GOT
+  if [ "$2" = "$1" ]; then echo "ok: exit status $1"; else echo "NOT OK: exit status $2, not $1"; bad=1; fi
+}
 absent() {
   if grep -Eq -- "$3" "$2"; then echo "NOT OK: $1 (/$3/ in $2)"; bad=1; else echo "ok: $1"; fi
 }
@@ -36,7 +39,7 @@ plant 'echo planted failure >&2; exit 3'
   --only 'environment|reduce_kernel|perf_all_reduce_n2|nccl' > "$tmp/stdout1" 2> "$tmp/stderr1"
 rc=$?
 cat "$tmp/out1/summary.txt"
-[ $rc = 1 ] && echo "ok: exit status 1" || { echo "NOT OK: exit status $rc, not 1"; bad=1; }
+expect_status 1 $rc
 s=$tmp/out1/summary.txt
 expect "environment passed" "$s" '^PASS +environment:'
 expect "the planted step failed with its status" "$s" '^FAIL +reduce_kernel: .* rc 3,'
@@ -55,7 +58,7 @@ plant "sleep 300 & echo \$! > '$tmp/child.pid'; wait"
   --only 'environment|reduce_kernel|perf_all_reduce_n2' > /dev/null 2> "$tmp/stderr2"
 rc=$?
 cat "$tmp/out2/summary.txt"
-[ $rc = 1 ] && echo "ok: exit status 1" || { echo "NOT OK: exit status $rc, not 1"; bad=1; }
+expect_status 1 $rc
 s=$tmp/out2/summary.txt
 expect "the hanging step cut as TIMEOUT" "$s" '^TIMEOUT +reduce_kernel:'
 expect "named on stderr" "$tmp/stderr2" 'TIMEOUT: step reduce_kernel'

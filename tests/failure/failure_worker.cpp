@@ -57,24 +57,31 @@ int timeout_s() {
   return t ? atoi(t) : 30;
 }
 
-// All ranks loop over float all_reduces of `count` until one fails (then after_error) or
-// 3 × STRATA_TIMEOUT passes (exit code 4).
-int loop_all_reduces(Comm& comm, std::vector<float>& x, std::vector<float>& y) {
+// All ranks repeat `call` until it fails (then `caught`, and after_error) or 3 ×
+// STRATA_TIMEOUT passes (exit code 4).
+int loop_until_error(Comm& comm, const std::function<void()>& call, const std::function<void()>& caught) {
   const double t0 = mono_s();
   double t_op = t0;
   int it = 0;
   try {
     for (; mono_s() - t0 < 3.0 * timeout_s(); ++it) {
       t_op = mono_s();
-      comm.all_reduce(x.data(), y.data(), x.size(), DataType::float32, ReduceOp::sum);
+      call();
     }
   } catch (const Error& e) {
     fprintf(stderr, "ITERATIONS %d loop_time=%.3f\n", it, mono_s() - t0);
     report("CAUGHT", e, mono_s() - t_op);
+    caught();
     after_error(comm);
   }
   fprintf(stderr, "NO-ERROR after %d iterations\n", it);
   return 4;
+}
+
+// The loop over host float all_reduces.
+int loop_all_reduces(Comm& comm, std::vector<float>& x, std::vector<float>& y) {
+  return loop_until_error(
+      comm, [&] { comm.all_reduce(x.data(), y.data(), x.size(), DataType::float32, ReduceOp::sum); }, [] {});
 }
 
 // After a device call failed: the device still works (a copy in and out of device memory
@@ -106,24 +113,14 @@ int loop_device_all_reduces(Comm& comm, size_t count, const std::function<void()
   device::stream_synchronize(s);
   comm.barrier();
   start();
-  const double t0 = mono_s();
-  double t_op = t0;
-  int it = 0;
-  try {
-    for (; mono_s() - t0 < 3.0 * timeout_s(); ++it) {
-      t_op = mono_s();
-      Request r = comm.all_reduce(x, y, count, DataType::float32, ReduceOp::sum, s);
-      device::stream_synchronize(s);
-      r.wait();
-    }
-  } catch (const Error& e) {
-    fprintf(stderr, "ITERATIONS %d loop_time=%.3f\n", it, mono_s() - t0);
-    report("CAUGHT", e, mono_s() - t_op);
-    check_device_usable(s);
-    after_error(comm);
-  }
-  fprintf(stderr, "NO-ERROR after %d iterations\n", it);
-  return 4;
+  return loop_until_error(
+      comm,
+      [&] {
+        Request r = comm.all_reduce(x, y, count, DataType::float32, ReduceOp::sum, s);
+        device::stream_synchronize(s);
+        r.wait();
+      },
+      [&] { check_device_usable(s); });
 }
 
 int mode_device(Comm& comm, int sig) {
