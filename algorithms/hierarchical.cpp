@@ -10,6 +10,7 @@
 // inside groups; these need equal groups of consecutive ranks, else they use the ring.
 #include <algorithm>
 #include <optional>
+#include <span>
 
 #include "algorithms/algorithms.hpp"
 #include "algorithms/compose.hpp"
@@ -35,24 +36,63 @@ int index_in(const std::vector<int>& v, int x) {
   return static_cast<int>(std::find(v.begin(), v.end(), x) - v.begin());
 }
 
-// Local groups of the innermost remaining level: member indices per group, groups by id.
-std::vector<std::vector<int>> local_groups(const Group& g) {
-  std::vector<int> ids = g.level_of[0];
-  std::vector<int> order = ids;
-  std::sort(order.begin(), order.end());
-  order.erase(std::unique(order.begin(), order.end()), order.end());
-  std::vector<std::vector<int>> out(order.size());
-  for (size_t m = 0; m < ids.size(); ++m) out[static_cast<size_t>(index_in(order, ids[m]))].push_back(static_cast<int>(m));
+// Group ids of the innermost remaining level, numbered in id order: slot[id] is the
+// group's index, or -1 where no member has that id. Counted, not sorted: ids are group
+// numbers below the hierarchy's rank count, and this runs several times per rank when
+// plans are built for every rank (strata-sim builds 16,384).
+std::vector<int> group_slots(const std::vector<int>& ids, int* groups) {
+  const int top = ids.empty() ? -1 : *std::max_element(ids.begin(), ids.end());
+  std::vector<int> slot(static_cast<size_t>(top + 1), -1);
+  for (int id : ids) slot[static_cast<size_t>(id)] = 0;
+  *groups = 0;
+  for (int& s : slot)
+    if (s == 0) s = (*groups)++;
+  return slot;
+}
+
+// Members per local group (in id order).
+std::vector<int> group_sizes(const Group& g) {
+  int groups = 0;
+  std::vector<int> slot = group_slots(g.level_of[0], &groups), size(static_cast<size_t>(groups), 0);
+  for (int id : g.level_of[0]) ++size[static_cast<size_t>(slot[static_cast<size_t>(id)])];
+  return size;
+}
+
+// Local groups of the innermost remaining level, by id: group k's member indices (in
+// order) are members[begin[k] .. begin[k+1]). One allocation, not one per group: this runs
+// for every rank when plans are built for every rank.
+struct Groups {
+  std::vector<int> members, begin;
+  size_t size() const { return begin.size() - 1; }
+  std::span<const int> operator[](size_t k) const {
+    return {members.data() + begin[k], static_cast<size_t>(begin[k + 1] - begin[k])};
+  }
+};
+
+Groups local_groups(const Group& g) {
+  int groups = 0;
+  const std::vector<int>& ids = g.level_of[0];
+  const std::vector<int> slot = group_slots(ids, &groups);
+  Groups out;
+  out.begin.assign(static_cast<size_t>(groups) + 1, 0);
+  for (int id : ids) ++out.begin[static_cast<size_t>(slot[static_cast<size_t>(id)]) + 1];
+  for (size_t k = 1; k < out.begin.size(); ++k) out.begin[k] += out.begin[k - 1];
+  std::vector<int> next(out.begin.begin(), out.begin.end() - 1);
+  out.members.resize(ids.size());
+  for (size_t m = 0; m < ids.size(); ++m)
+    out.members[static_cast<size_t>(next[static_cast<size_t>(slot[static_cast<size_t>(ids[m])])]++)] = static_cast<int>(m);
   return out;
 }
+
+bool contains(std::span<const int> v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
 // Drops levels that do not split this set: one group for everyone, or one rank per group.
 Group simplify(Group g) {
   while (!g.level_of.empty()) {
-    auto groups = local_groups(g);
-    if (groups.size() == 1) {
+    const size_t groups = group_sizes(g).size();
+    if (groups == 1) {
       g.level_of.clear();
-    } else if (groups.size() == g.ranks.size()) {
+    } else if (groups == g.ranks.size()) {
       g.level_of.erase(g.level_of.begin());
     } else {
       break;
@@ -61,7 +101,7 @@ Group simplify(Group g) {
   return g;
 }
 
-Group subset(const Group& g, const std::vector<int>& members, size_t from_level) {
+Group subset(const Group& g, std::span<const int> members, size_t from_level) {
   Group s;
   for (int m : members) s.ranks.push_back(g.ranks[static_cast<size_t>(m)]);
   for (size_t i = from_level; i < g.level_of.size(); ++i) {
@@ -106,17 +146,18 @@ void all_reduce_rec(Plan& p, const CollArgs& a, Group g, size_t off, size_t len,
   const Ref out{Buf::output, off};
   if (g.level_of.empty()) return flat(p, a, Collective::all_reduce, g, len, 0, out, out, {Buf::scratch, 0}, true, forced);
 
-  auto groups = local_groups(g);
+  const Groups groups = local_groups(g);
   const int me = index_in(g.ranks, a.rank);
-  const std::vector<int>* mine = nullptr;
-  for (auto& grp : groups)
-    if (std::find(grp.begin(), grp.end(), me) != grp.end()) mine = &grp;
+  std::span<const int> mine;
   size_t segs = 0;
-  for (auto& grp : groups) segs = std::max(segs, grp.size());
-  const int nseg = static_cast<int>(segs), gsize = static_cast<int>(mine->size());
+  for (size_t k = 0; k < groups.size(); ++k) {
+    if (contains(groups[k], me)) mine = groups[k];
+    segs = std::max(segs, groups[k].size());
+  }
+  const int nseg = static_cast<int>(segs), gsize = static_cast<int>(mine.size());
   auto seg_ref = [&](int s) { return Ref{Buf::output, off + block_begin(len, nseg, s)}; };
   auto seg_len = [&](int s) { return block_size(len, nseg, s); };
-  auto owner = [&](const std::vector<int>& grp, int s) { return grp[static_cast<size_t>(s % static_cast<int>(grp.size()))]; };
+  auto owner = [&](std::span<const int> grp, int s) { return grp[static_cast<size_t>(s % static_cast<int>(grp.size()))]; };
 
   // Phase 1: every member sends each segment to its owner; owners reduce in member order.
   if (gsize > 1) {
@@ -125,13 +166,13 @@ void all_reduce_rec(Plan& p, const CollArgs& a, Group g, size_t off, size_t len,
     size_t used = 0;
     std::vector<std::pair<int, size_t>> to_reduce;  // (segment, first slot)
     for (int s = 0; s < nseg; ++s) {
-      int o = owner(*mine, s);
+      int o = owner(mine, s);
       if (o != me) {
         p.send(g.ranks[o], seg_ref(s), seg_len(s));
         continue;
       }
       to_reduce.push_back({s, used});
-      for (int m : *mine)
+      for (int m : mine)
         if (m != me) p.recv(g.ranks[m], {Buf::scratch, slot * used++}, seg_len(s));
     }
     p.need_scratch(slot * used);
@@ -141,21 +182,21 @@ void all_reduce_rec(Plan& p, const CollArgs& a, Group g, size_t off, size_t len,
   }
   // Phase 2: each owned segment is all-reduced among its owners, one per local group.
   for (int s = 0; s < nseg; ++s) {
-    if (owner(*mine, s) != me) continue;
+    if (owner(mine, s) != me) continue;
     std::vector<int> owners;
-    for (auto& grp : groups) owners.push_back(owner(grp, s));
+    for (size_t k = 0; k < groups.size(); ++k) owners.push_back(owner(groups[k], s));
     all_reduce_rec(p, a, subset(g, owners, 1), off + block_begin(len, nseg, s), seg_len(s), forced);
   }
   // Phase 3: owners hand the reduced segments to the rest of their group.
   if (gsize > 1) {
     p.new_round();
     for (int s = 0; s < nseg; ++s) {
-      int o = owner(*mine, s);
+      int o = owner(mine, s);
       if (o != me) {
         p.recv(g.ranks[o], seg_ref(s), seg_len(s));
         continue;
       }
-      for (int m : *mine)
+      for (int m : mine)
         if (m != me) p.send(g.ranks[m], seg_ref(s), seg_len(s));
     }
   }
@@ -163,7 +204,7 @@ void all_reduce_rec(Plan& p, const CollArgs& a, Group g, size_t off, size_t len,
 
 // ---- broadcast: leaders first (recursively), then inside each local group ----
 
-int leader(const Group& g, const std::vector<int>& grp, int root_real) {
+int leader(const Group& g, std::span<const int> grp, int root_real) {
   for (int m : grp)
     if (g.ranks[m] == root_real) return m;
   return grp.front();
@@ -174,13 +215,13 @@ void broadcast_rec(Plan& p, const CollArgs& a, Group g, int root_real, Ref in) {
   const Ref out{Buf::output, 0};
   if (g.level_of.empty())
     return flat(p, a, Collective::broadcast, g, a.count, index_in(g.ranks, root_real), in, out, {Buf::scratch, 0}, true);
-  auto groups = local_groups(g);
+  const Groups groups = local_groups(g);
   std::vector<int> leaders;
-  for (auto& grp : groups) leaders.push_back(leader(g, grp, root_real));
+  for (size_t k = 0; k < groups.size(); ++k) leaders.push_back(leader(g, groups[k], root_real));
   const int me = index_in(g.ranks, a.rank);
   if (std::find(leaders.begin(), leaders.end(), me) != leaders.end()) broadcast_rec(p, a, subset(g, leaders, 1), root_real, in);
   for (size_t k = 0; k < groups.size(); ++k) {
-    if (std::find(groups[k].begin(), groups[k].end(), me) == groups[k].end()) continue;
+    if (!contains(groups[k], me)) continue;
     Group local = subset(g, groups[k], g.level_of.size());
     flat(p, a, Collective::broadcast, local, a.count, index_in(local.ranks, g.ranks[leaders[k]]), out, out,
          {Buf::scratch, 0}, true);
@@ -195,15 +236,15 @@ void reduce_rec(Plan& p, const CollArgs& a, Group g, int root_real, Ref in, bool
   const size_t c = a.count;
   if (g.level_of.empty())
     return flat(p, a, Collective::reduce, g, c, index_in(g.ranks, root_real), in, out, {Buf::scratch, c}, finalize);
-  auto groups = local_groups(g);
+  const Groups groups = local_groups(g);
   std::vector<int> leaders;
-  for (auto& grp : groups) leaders.push_back(leader(g, grp, root_real));
+  for (size_t k = 0; k < groups.size(); ++k) leaders.push_back(leader(g, groups[k], root_real));
   const int me = index_in(g.ranks, a.rank);
   // A leader that is not the root keeps its group's partial result in scratch[0, c).
   const Ref partial = a.rank == root_real ? out : Ref{Buf::scratch, 0};
   p.need_scratch(c);
   for (size_t k = 0; k < groups.size(); ++k) {
-    if (std::find(groups[k].begin(), groups[k].end(), me) == groups[k].end()) continue;
+    if (!contains(groups[k], me)) continue;
     Group local = subset(g, groups[k], g.level_of.size());
     flat(p, a, Collective::reduce, local, c, index_in(local.ranks, g.ranks[leaders[k]]), in, partial,
          {Buf::scratch, c}, false);
@@ -284,10 +325,8 @@ Plan reduce_scatter_two_level(const CollArgs& a, int g) {
 bool even_single_level(const CollArgs& a) {
   Group g = simplify(whole(a));
   if (g.level_of.size() != 1) return false;
-  auto groups = local_groups(g);
-  for (auto& grp : groups)
-    if (grp.size() != groups[0].size()) return false;
-  return true;
+  const std::vector<int> sizes = group_sizes(g);
+  return std::all_of(sizes.begin(), sizes.end(), [&](int size) { return size == sizes[0]; });
 }
 
 // Large all-reduces run as pieces in a software pipeline, so that the network phase of one

@@ -55,8 +55,6 @@ OuterLayout outer_layout(size_t count, const std::vector<size_t>& segments, int 
     throw InvalidArgument("outer sync: the segment lengths sum to " +
                           std::to_string(std::accumulate(segs.begin(), segs.end(), size_t{0})) + ", not the count " +
                           std::to_string(count));
-  for (size_t s : segs)
-    if (s == 0) throw InvalidArgument("outer sync: a segment has length 0");
   if (static_cast<size_t>(fragments) > segs.size())
     throw InvalidArgument("outer sync: " + std::to_string(fragments) + " fragments but only " +
                           std::to_string(segs.size()) + " segments (each fragment needs one)");

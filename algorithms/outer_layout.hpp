@@ -51,7 +51,10 @@ struct OuterLayout {
 };
 
 // segments: lengths summing to count (empty: `fragments` near-equal pieces); segment j
-// goes to fragment j mod F. Throws InvalidArgument for an impossible cut.
+// goes to fragment j mod F. A segment may be empty (a rank holding part of a model passes
+// the model's segments with 0 for those it lacks, so that fragment j mod F means the same
+// layers on every rank); a fragment with no elements has padded size 0. Throws
+// InvalidArgument for an impossible cut.
 OuterLayout outer_layout(size_t count, const std::vector<size_t>& segments, int fragments, int islands,
                          int island_size, int every);
 

@@ -23,7 +23,9 @@ int ceil_log2(int n) {
 void node_shape(const Hierarchy& h, int* g, int* k) {
   *k = h.levels.empty() ? h.nranks : h.levels[0].ngroups;
   *g = 1;
-  for (int r = 0; r < h.nranks && !h.levels.empty(); ++r) *g = std::max(*g, static_cast<int>(h.members(0, r).size()));
+  if (h.levels.empty()) return;
+  std::vector<int> size(static_cast<size_t>(h.levels[0].ngroups), 0);  // counted: O(n) at 16,384 ranks
+  for (int id : h.levels[0].group) *g = std::max(*g, ++size[static_cast<size_t>(id)]);
 }
 
 // Hierarchy of the node leaders: the levels above the node.

@@ -7,7 +7,7 @@ include(CMakePackageConfigHelpers)
 
 set_target_properties(strata PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR})
 file(RELATIVE_PATH _strata_bin_to_lib ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
-set(STRATA_TOOLS strata-run strata-topo strata-perf strata-train mpi-perf gloo-perf)
+set(STRATA_TOOLS strata-run strata-topo strata-perf strata-sim strata-train mpi-perf gloo-perf)
 foreach(tool ${STRATA_TOOLS})
   if(TARGET ${tool})
     set_target_properties(${tool} PROPERTIES INSTALL_RPATH "$ORIGIN/${_strata_bin_to_lib}" INSTALL_RPATH_USE_LINK_PATH TRUE)
@@ -52,3 +52,8 @@ install(CODE "
   configure_file(\"${PROJECT_SOURCE_DIR}/cmake/strata.pc.in\" \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig/strata.pc\" @ONLY)
   message(STATUS \"Installing: \${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig/strata.pc\")
 ")
+
+# strata-sim's example clusters (docs/simulator.md).
+if(TARGET strata-sim)
+  install(DIRECTORY perf/sim/clusters/ DESTINATION ${CMAKE_INSTALL_DATADIR}/strata/clusters FILES_MATCHING PATTERN "*.cluster")
+endif()

@@ -72,6 +72,17 @@ strataResult_t strataCommSplit(strataComm_t comm, int color, int key, strataComm
    (strata::Comm::shrink). comm can then only be destroyed. strataRemoteError when this
    rank was left out. */
 strataResult_t strataCommShrink(strataComm_t comm, strataComm_t* newcomm);
+/* Growing (strata::Comm::open_door, newcomers, grow, join): collective; rank 0 opens a door
+   for newcomers at address ("host:port", or NULL/"" for any port on its interface) and every
+   rank gets the id a newcomer passes to strataCommJoin. */
+strataResult_t strataCommOpenDoor(strataComm_t comm, const char* address, strataUniqueId* id);
+/* Collective: how many newcomers wait at the door. */
+strataResult_t strataCommNewcomers(strataComm_t comm, int* count);
+/* Collective with `count` waiting newcomers: a new communicator of comm's ranks and theirs,
+   ordered by key (comm's ranks first on equal keys). comm stays usable. */
+strataResult_t strataCommGrow(strataComm_t comm, int count, int key, strataComm_t* newcomm);
+/* A newcomer: waits at the door of id until a grow takes it in. */
+strataResult_t strataCommJoin(strataUniqueId id, int key, strataComm_t* newcomm);
 strataResult_t strataCommDestroy(strataComm_t comm);
 strataResult_t strataCommAbort(strataComm_t comm);
 strataResult_t strataCommRank(strataComm_t comm, int* rank);

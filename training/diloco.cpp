@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <functional>
 #include <cstdio>
 #include <vector>
 
@@ -12,20 +14,36 @@ namespace {
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
-// Layer groups in buffer order, as segment lengths: the embeddings, each block, the final
-// LayerNorm (padding belongs to the group before it).
+// The layer groups of the whole model -- the embeddings, each block, the final LayerNorm --
+// as the lengths of this rank's buffer they take, in buffer order (0 for a group held by
+// another pipeline stage; the last stage's copy of the tied embedding is in group 0 with
+// the first stage's). Padding belongs to the tensor held before it.
 std::vector<size_t> layer_segments(const ParamLayout& lay) {
   const ModelConfig& c = lay.config();
-  std::vector<size_t> starts{lay.tensor(tensor_wte()).offset};
-  for (int l = 0; l < c.layers; ++l) starts.push_back(lay.tensor(tensor_layer(l, kLn1W)).offset);
-  starts.push_back(lay.tensor(tensor_lnf_w(c)).offset);
-  starts.push_back(lay.padded_size());
-  std::vector<size_t> segs;
-  for (size_t i = 0; i + 1 < starts.size(); ++i) segs.push_back(starts[i + 1] - starts[i]);
+  const int first_layer = tensor_layer(0, kLn1W), final_norm = tensor_lnf_w(c);
+  auto group_of = [&](int id) {
+    return id < first_layer ? 0 : id >= final_norm ? c.layers + 1 : 1 + (id - first_layer) / kTensorsPerLayer;
+  };
+  std::vector<int> held;  // in id order, which is buffer order
+  for (int id = 0; id < tensor_count(c); ++id)
+    if (lay.holds(id)) held.push_back(id);
+  std::vector<size_t> segs(static_cast<size_t>(c.layers) + 2, 0);
+  for (size_t i = 0; i < held.size(); ++i) {
+    const size_t end = i + 1 < held.size() ? lay.tensor(held[i + 1]).offset : lay.padded_size();
+    segs[static_cast<size_t>(group_of(held[i]))] += end - lay.tensor(held[i]).offset;
+  }
   return segs;
 }
 
 }  // namespace
+
+void between_islands(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const strata::PeerError& e) {
+    throw OuterFailure(std::string("between islands: ") + e.what());
+  }
+}
 
 void validate_diloco(Options& o, int world, bool launched) {
   if (!diloco_on(o)) {
@@ -38,12 +56,12 @@ void validate_diloco(Options& o, int world, bool launched) {
   if (K == 0)
     throw TrainError("--diloco-h needs --islands K: the number of islands, the groups of the hierarchy's outermost "
                      "level (e.g. strata-run --hosts K)");
-  if (o.tp * o.pp > 1)
-    throw TrainError("--diloco-h runs data parallel (or ZeRO) inside each island: it does not combine with --tp or "
-                     "--pp yet");
   if (world % K != 0)
     throw TrainError("--islands " + std::to_string(K) + " does not divide the " + std::to_string(world) +
                      " ranks into equal islands");
+  if (o.dp % K != 0)
+    throw TrainError("--islands " + std::to_string(K) + " does not divide --dp " + std::to_string(o.dp) +
+                     ": each island holds whole replicas of the --tp x --pp grid, dp/K of them");
   const int groups = o.model.layers + 2;
   if (o.outer.fragments > groups)
     throw TrainError("--fragments " + std::to_string(o.outer.fragments) + " but the model has " +
@@ -58,9 +76,13 @@ void validate_diloco(Options& o, int world, bool launched) {
   o.outer.every = H;
 }
 
+int island_of(const Options& o, int rank, int world) {
+  return diloco_on(o) ? rank / (world / o.outer.islands) : 0;
+}
+
 std::string replica_dir(const Options& o, const std::string& dir, int rank, int world) {
   if (!diloco_on(o)) return dir;
-  return dir + "/island-" + std::to_string(rank / (world / o.outer.islands));
+  return dir + "/island-" + std::to_string(island_of(o, rank, world));
 }
 
 std::string resume_dir(const Options& o, int rank, int world) {
@@ -76,8 +98,19 @@ std::string resume_dir(const Options& o, int rank, int world) {
 
 Group make_group(const Options& o, strata::Comm world) {
   if (!diloco_on(o)) return Group(world);
-  const int island = world.rank() / (world.size() / o.outer.islands);
-  return Group(world.split(island, world.rank()));
+  // The outer sync sees the hierarchy of a shard's ranks only (nodes): the job's upper
+  // levels (STRATA_HIERARCHY's racks, islands) are checked here, on every rank alike. A
+  // level of one group has no slow link to respect.
+  const std::vector<strata::HierarchyLevel> levels = world.hierarchy();
+  if (!levels.empty() && *std::max_element(levels.back().group.begin(), levels.back().group.end()) > 0) {
+    const std::vector<int>& top = levels.back().group;
+    for (int r = 1; r < world.size(); ++r)
+      if (top[r] == top[r - 1] && island_of(o, r, world.size()) != island_of(o, r - 1, world.size()))
+        throw TrainError("--islands " + std::to_string(o.outer.islands) + " would split a group of the hierarchy's "
+                         "outermost level (" + levels.back().name + "), ranks " + std::to_string(r - 1) + " and " +
+                         std::to_string(r) + ": an island must be a union of them");
+  }
+  return Group(world.split(island_of(o, world.rank(), world.size()), world.rank()));
 }
 
 std::unique_ptr<CheckpointReader> open_outer(const std::string& dir, const CheckpointHeader& replica) {
@@ -89,87 +122,123 @@ std::unique_ptr<CheckpointReader> open_outer(const std::string& dir, const Check
   return r;
 }
 
-Diloco::Diloco(const Options& o, strata::Comm world, Trainer& trainer)
+Diloco::Diloco(const Options& o, strata::Comm job, Trainer& trainer, ParallelGroups& groups)
     : o_(o),
-      world_(world),
-      outer_(world, trainer.params(), trainer.layout().padded_size(), o.outer, layer_segments(trainer.layout())) {}
+      job_(job),
+      started_as_(job.rank()),
+      island_(island_of(o, job.rank(), job.size())),
+      shard_id_(groups.coord(kTp) + o.tp * groups.coord(kPp)) {
+  connect(trainer);
+}
+
+void Diloco::connect(Trainer& trainer) {
+  shard_ = job_.split(shard_id_, started_as_);
+  outer_ = strata::OuterSync(shard_, trainer.params(), trainer.layout().padded_size(), o_.outer,
+                             layer_segments(trainer.layout()));
+}
+
+void Diloco::after_step(Trainer& trainer) {
+  between_islands([&] { outer_.step(); });
+  if (o_.on_failure == "continue" && trainer.step() % o_.diloco_h == 0) keep(trainer);
+}
 
 double Diloco::evaluate(Trainer& trainer) {
   const size_t n = trainer.layout().padded_size();
   std::vector<float> local(trainer.params(), trainer.params() + n);
-  outer_.global_params(trainer.params());
+  between_islands([&] { outer_.global_params(trainer.params()); });
   const double loss = trainer.evaluate();
   std::copy(local.begin(), local.end(), trainer.params());
   return loss;
 }
 
 void Diloco::save(const std::string& dir, Trainer& trainer) {
-  trainer.save(replica_dir(o_, dir, world_.rank(), world_.size()));
+  trainer.save(replica_dir(o_, dir, job_.rank(), job_.size()));
   const ParamLayout& lay = trainer.layout();
   std::vector<float> snapshot(lay.padded_size()), momentum(lay.padded_size());
-  outer_.save_state(snapshot.data(), momentum.data());
-  if (world_.rank() == 0) {
-    CheckpointWriter w(dir, kOuterFile);
-    std::vector<float> canon(lay.num_params());
-    for (const std::vector<float>* v : {&snapshot, &momentum}) {
-      flat_to_canonical(lay, v->data(), canon.data());
-      w.append(canon.data(), canon.size());
-    }
-    w.commit(trainer.checkpoint_header());
+  between_islands([&] { outer_.save_state(snapshot.data(), momentum.data()); });
+  // Every island holds the same outer state: island 0 gathers it, its rank 0 (the job's) writes.
+  if (island_ == 0) {
+    std::unique_ptr<CheckpointWriter> w;
+    if (job_.rank() == 0) w = std::make_unique<CheckpointWriter>(dir, kOuterFile);
+    for (const float* v : {snapshot.data(), momentum.data()})
+      trainer.gather_whole(v, false, [&](int id, const float* whole) { w->append(whole, lay.tensor(id).full_size); });
+    if (w) w->commit(trainer.checkpoint_header());
   }
-  world_.barrier();  // every island's file and outer.bin are in place
+  between_islands([&] { job_.barrier(); });  // every island's file and outer.bin are in place
 }
 
 void Diloco::load(const CheckpointReader& outer, const Trainer& trainer) {
-  const ParamLayout& lay = trainer.layout();
-  std::vector<float> canon(lay.num_params()), snapshot(lay.padded_size(), 0.0f), momentum(lay.padded_size(), 0.0f);
-  outer.read(OuterSection::snapshot, 0, canon.size(), canon.data());
-  canonical_to_flat(lay, canon.data(), snapshot.data());
-  outer.read(OuterSection::momentum, 0, canon.size(), canon.data());
-  canonical_to_flat(lay, canon.data(), momentum.data());
+  const size_t n = trainer.layout().padded_size();
+  std::vector<float> snapshot(n), momentum(n);
+  for (auto [s, v] : {std::pair{OuterSection::snapshot, &snapshot}, std::pair{OuterSection::momentum, &momentum}})
+    trainer.read_pieces([&, s = s](size_t first, size_t k, float* out) { outer.read(s, first, k, out); }, v->data());
   outer_.load_state(snapshot.data(), momentum.data(), static_cast<long long>(outer.header().step));
 }
 
 void Diloco::finish(Trainer& trainer) {
-  outer_.finish();
-  outer_.global_params(trainer.params());
+  between_islands([&] {
+    outer_.finish();
+    outer_.global_params(trainer.params());
+  });
 }
 
 void Diloco::close() {
   outer_ = strata::OuterSync();
-  world_.destroy();
+  shard_.destroy();
+  job_.destroy();
 }
 
 std::string Diloco::describe() const {
   const OuterSyncConfig& c = o_.outer;
   char b[512];
+  const int shards = o_.tp * o_.pp;
   std::snprintf(b, sizeof b,
-                "DiLoCo: %d islands of %d ranks | H %d | outer lr %g momentum %g%s | %s between islands, %s per "
-                "rank per sync | fragments %d, overlap %d, mix %g\n",
-                outer_.islands(), outer_.island_size(), o_.diloco_h, c.lr, c.momentum, c.nesterov ? " Nesterov" : "",
-                strata::name(c.format), mb(static_cast<double>(outer_.bytes_per_sync())).c_str(), c.fragments,
-                c.overlap, c.mix);
+                "DiLoCo: %d islands of %d ranks | %d shard%s (tp x pp), each synced over its %d ranks in every island | "
+                "H %d | outer lr %g momentum %g%s | %s between islands, %s per rank per sync (rank %d) | fragments %d, "
+                "overlap %d, mix %g\n",
+                outer_.islands(), job_.size() / outer_.islands(), shards, shards > 1 ? "s" : "", outer_.island_size(),
+                o_.diloco_h, c.lr, c.momentum, c.nesterov ? " Nesterov" : "", strata::name(c.format),
+                mb(static_cast<double>(outer_.bytes_per_sync())).c_str(), job_.rank(), c.fragments, c.overlap, c.mix);
   return b;
 }
 
+void Diloco::retire_outer(bool failed) {
+  if (!outer_.valid()) return;
+  earlier_ = stats();
+  if (failed) outer_.abort();
+  else outer_ = strata::OuterSync();
+}
+
+OuterSyncStats Diloco::stats() const {
+  OuterSyncStats s = earlier_;
+  if (!outer_.valid()) return s;
+  const OuterSyncStats now = outer_.stats();
+  s.exchanges += now.exchanges;
+  s.bytes_sent += now.bytes_sent;
+  s.exposed_s += now.exposed_s;
+  return s;
+}
+
 std::string Diloco::progress() const {
-  const OuterSyncStats s = outer_.stats();
+  const OuterSyncStats s = stats();
   char b[96];
   std::snprintf(b, sizeof b, "outer sent %s, wait %.2f s", mb(static_cast<double>(s.bytes_sent)).c_str(),
                 s.exposed_s);
   return b;
 }
 
-std::string Diloco::summary() const {
-  const OuterSyncStats s = outer_.stats();
+std::string Diloco::summary() {
+  const OuterSyncStats s = stats();
+  uint64_t all = s.bytes_sent;
+  between_islands([&] { job_.all_reduce(&all, &all, 1, strata::DataType::uint64, strata::ReduceOp::sum); });
   const double outer_steps = static_cast<double>(s.exchanges) / o_.outer.fragments;
   char b[256];
   std::snprintf(b, sizeof b,
                 "outer sync: %.0f outer steps (%llu fragment exchanges) | %s sent across islands by this rank, %s by "
                 "all %d | exposed %.2f s (%.1f ms per outer step)\n",
                 outer_steps, static_cast<unsigned long long>(s.exchanges),
-                mb(static_cast<double>(s.bytes_sent)).c_str(),
-                mb(static_cast<double>(s.bytes_sent) * world_.size()).c_str(), world_.size(), s.exposed_s,
+                mb(static_cast<double>(s.bytes_sent)).c_str(), mb(static_cast<double>(all)).c_str(), job_.size(),
+                s.exposed_s,
                 outer_steps > 0 ? s.exposed_s / outer_steps * 1e3 : 0.0);
   return b;
 }

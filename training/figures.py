@@ -5,6 +5,8 @@
     training/figures.py memory    peak activation memory per stage, GPipe against 1F1B
     training/figures.py traffic   bytes per step per group against the formulas
     training/figures.py cluster   tokens/s on an emulated 2-host cluster at 1 Gbit/s (root)
+    training/figures.py islands   DiLoCo with --on-failure continue: an island killed, then replaced;
+                                  the loss curve beside an uninterrupted run (docs/benchmarks/islands.png)
 
 Run from the repository root after tools/build. Each measurement is repeated (--reps) and
 the median reported (5 by default); the machine's load is printed with it.
@@ -122,9 +124,106 @@ def cluster(reps):
     print(f"load average at the end {load()}")
 
 
+def losses(out):
+    """Island 0's training loss and the validation loss by step, from rank 0's output (the last value printed)."""
+    train_loss, val = {}, {}
+    for m in re.finditer(r"^(?:\[\d+\] )?step +(\d+)/\d+ \| loss ([\d.]+)", out, re.M):
+        train_loss[int(m.group(1))] = float(m.group(2))
+    for m in re.finditer(r"^(?:\[\d+\] )?step +(\d+) \| val loss ([\d.]+)", out, re.M):
+        val[int(m.group(1))] = float(m.group(2))
+    return train_loss, val
+
+
+def islands(reps):
+    """3 islands of 2 ranks; rank 2 (island 1) is SIGKILLed after step `kill`, its two ranks are started again with
+    --join after step `back`. The ranks are spawned directly (strata-run would stop the survivors), with the
+    variables strata-run would give them."""
+    import signal
+    import socket
+    import time
+    steps, H, kill, back = 300, 10, 100, 150
+    model = ["--data", DATA, "--layers", "2", "--heads", "4", "--dim", "64", "--ctx", "32", "--batch", "12",
+             "--steps", str(steps), "--warmup", "20", "--lr", "1e-3", "--eval-every", "25", "--eval-batches", "4",
+             "--sample-len", "0", "--threads", "1", "--diloco-h", str(H), "--islands", "3"]
+    print(f"3 islands of 2 ranks, H {H}, {steps} steps; kill rank 2 after step {kill}, restart island 1 after step "
+          f"{back}; {reps} runs; load average at start {load()}", flush=True)
+    whole = subprocess.run([RUN, "-n", "6", "--", TRAIN] + model, capture_output=True, text=True, timeout=900)
+    if whole.returncode != 0:
+        sys.exit("the uninterrupted run failed:\n" + whole.stdout[-3000:])
+    ref_train, ref_val = losses(whole.stdout)
+    rows = []
+    for rep in range(reps):
+        with socket.socket() as s:  # a free port for rank 0's root, as strata-run picks one
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        secret = os.urandom(16).hex()
+
+        def spawn(rank, extra=()):
+            env = dict(os.environ, STRATA_RANK=str(rank), STRATA_WORLD_SIZE="6", STRATA_ROOT=f"127.0.0.1:{port}",
+                       STRATA_SECRET=secret, STRATA_TIMEOUT="60")
+            # Rank 0 prints the run; the others' output is not read (a full pipe would stop them).
+            out = subprocess.PIPE if rank == 0 else subprocess.DEVNULL
+            return subprocess.Popen([TRAIN] + model + ["--on-failure", "continue"] + list(extra), env=env,
+                                    stdout=out, stderr=subprocess.STDOUT, text=True)
+        ranks = [spawn(r) for r in range(6)]
+        out0, events = "", {}
+        t_kill = None
+        for line in ranks[0].stdout:  # rank 0 prints: follow it to time the kill and the replacement
+            out0 += line
+            now = time.monotonic()
+            if t_kill is None and line.startswith(f"step {kill:5d}/"):
+                ranks[2].send_signal(signal.SIGKILL)
+                t_kill = now
+            elif "came back" in line:
+                events["came back"] = line.strip()
+            elif "stopped (" in line:
+                events["went on"] = (now - t_kill, line.strip())
+            elif line.startswith(f"step {back:5d}/") and len(ranks) == 6:
+                ranks += [spawn(r, ["--join"]) for r in (2, 3)]
+        for p in ranks:
+            p.wait(timeout=300)
+        train_loss, val = losses(out0)
+        went = events.get("went on", (float("nan"), ""))
+        came = events.get("came back", "")
+        heal = re.search(r"\(([\d.]+) MB in ([\d.]+) s\)", came)
+        rows.append((went[0], float(heal.group(2)) if heal else float("nan"), float(heal.group(1)) if heal else 0,
+                     val[steps], went[1], came))
+        print(f"run {rep + 1}: kill to going on {went[0]:.2f} s | heal {came} | final val {val[steps]:.4f} "
+              f"(uninterrupted {ref_val[steps]:.4f})", flush=True)
+        if rep == 0:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+            fig, ax = plt.subplots(figsize=(8, 4.5))
+            ax.plot(sorted(ref_train), [ref_train[k] for k in sorted(ref_train)], lw=0.8, color="tab:blue",
+                    alpha=0.6, label="training loss (island 0), uninterrupted")
+            ax.plot(sorted(train_loss), [train_loss[k] for k in sorted(train_loss)], lw=0.8, color="tab:red",
+                    alpha=0.6, label="training loss (island 0), island 1 lost and replaced")
+            ax.plot(sorted(ref_val), [ref_val[k] for k in sorted(ref_val)], "o-", color="tab:blue",
+                    label="validation, uninterrupted")
+            ax.plot(sorted(val), [val[k] for k in sorted(val)], "s--", color="tab:red",
+                    label="validation, island 1 lost and replaced")
+            low = min(min(ref_train.values()), min(train_loss.values()))
+            ax.set_ylim(low - 0.1, 4.0)
+            for at, what in ((kill, " island 1 killed"), (back, " replacement started")):
+                ax.axvline(at, color="gray", ls=":")
+                ax.text(at, low - 0.05, what, va="bottom", fontsize=8)
+            ax.set_xlabel("step")
+            ax.set_ylabel("loss")
+            ax.set_title("DiLoCo, 3 islands of 2 ranks, H = 10: --on-failure continue, then --join")
+            ax.legend(fontsize=8)
+            fig.tight_layout()
+            path = os.path.join(ROOT, "docs/benchmarks/islands.png")
+            fig.savefig(path, dpi=110)
+            print("wrote", path)
+    med = lambda i: statistics.median(r[i] for r in rows)
+    print(f"median of {reps}: kill to the islands going on {med(0):.2f} s, heal {med(1):.2f} s for {med(2):.2f} MB, "
+          f"final validation {med(3):.4f} against uninterrupted {ref_val[steps]:.4f}; load average at the end {load()}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("figure", choices=["bubble", "memory", "traffic", "cluster"])
+    p.add_argument("figure", choices=["bubble", "memory", "traffic", "cluster", "islands"])
     p.add_argument("--reps", type=int, default=5)
     a = p.parse_args()
     globals()[a.figure](a.reps)

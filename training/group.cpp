@@ -85,4 +85,9 @@ void Group::destroy() {
   comm_ = strata::Comm();
 }
 
+void Group::abort() {
+  if (distributed()) comm_.abort();
+  comm_ = strata::Comm();
+}
+
 }  // namespace strata::train

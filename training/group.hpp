@@ -60,6 +60,8 @@ class Group {
   uint64_t calls() const { return calls_; }
 
   void destroy();
+  // Local: fails what runs on this group, and its peers see this rank leave (Comm::abort).
+  void abort();
 
  private:
   strata::Request count(size_t elems, strata::Request r) {

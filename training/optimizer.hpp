@@ -42,6 +42,8 @@ class AdamW {
 
   std::vector<float>& m() { return m_; }
   std::vector<float>& v() { return v_; }
+  const std::vector<float>& m() const { return m_; }
+  const std::vector<float>& v() const { return v_; }
   size_t state_bytes() const { return (m_.size() + v_.size()) * sizeof(float); }
 
  private:

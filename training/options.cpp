@@ -185,12 +185,18 @@ const std::vector<Flag>& flags() {
               c.mix = static_cast<float>(parse_real("mix", v, 0, 1));
             }),
       {"on-failure", "WHAT",
-       "stop, or shrink: when a rank dies, the others go on from their state with the same global "
-       "batch (data parallel with --zero 0 only; default stop)",
+       "stop, or shrink: when a rank dies, the others go on with the same global batch, from their state "
+       "(data parallel, --zero 0) or from the last checkpoint on the largest layout that fits them (--tp, --pp, "
+       "--zero 1/2; needs --save); or continue (DiLoCo): an island that loses a rank stops, the others go on "
+       "(default stop)",
        [](Options& o, const std::string& v) {
-         if (v != "stop" && v != "shrink") throw TrainError("--on-failure needs stop or shrink, got '" + v + "'");
+         if (v != "stop" && v != "shrink" && v != "continue")
+           throw TrainError("--on-failure needs stop, shrink or continue, got '" + v + "'");
          o.on_failure = v;
        }},
+      {"join", "", "DiLoCo, --on-failure continue: replace a rank of a lost island (start it with that rank's "
+       "launcher variables); it joins the islands left at their next outer step and takes a live island's state",
+       [](Options& o, const std::string&) { o.join = true; }},
       {"help", "", "print this help", [](Options& o, const std::string&) { o.help = true; }},
   };
   return table;
@@ -320,17 +326,25 @@ void validate_options(Options& o, int world, bool launched) {
       throw TrainError("--sequence-parallel: a microbatch's " + std::to_string(rows) +
                        " token rows do not divide over --tp " + std::to_string(o.tp));
   }
-  if (o.on_failure == "shrink" && (o.tp > 1 || o.pp > 1))
-    throw TrainError("--on-failure shrink goes on with fewer data-parallel ranks; with --tp or --pp above 1 a rank "
-                     "that dies takes a piece of the model no other rank holds: save checkpoints (--save-every) "
-                     "and --resume instead");
-  if (o.on_failure == "shrink" && o.zero > 0)
-    throw TrainError("--on-failure shrink needs --zero 0: under ZeRO-" + std::to_string(o.zero) +
-                     " each rank alone holds its shard of the optimizer state" + (o.zero == 2 ? " and gradients" : "") +
-                     ", which dies with it; save checkpoints (--save-every) and --resume instead");
+  if (o.on_failure == "shrink" && (o.tp * o.pp > 1 || o.zero > 0) && o.save.empty())
+    throw TrainError("--on-failure shrink with " +
+                     std::string(o.zero > 0 ? "--zero " + std::to_string(o.zero) : "--tp or --pp above 1") +
+                     " goes on from the last checkpoint (a rank that dies takes state no other rank holds): it needs "
+                     "--save DIR, and --save-every N to lose at most N steps");
+  if (o.on_failure == "continue" && o.diloco_h == 0)
+    throw TrainError("--on-failure continue is for DiLoCo's islands (--diloco-h, --islands): an island that loses a "
+                     "rank stops and the others go on; without islands, --on-failure shrink");
+  if (o.on_failure == "continue" && (o.outer.fragments > 1 || o.outer.overlap > 0 || o.outer.mix > 0))
+    throw TrainError("--on-failure continue goes back to the last outer step, where every replica holds the global "
+                     "model: it needs plain DiLoCo (--fragments 1, --overlap 0, --mix 0)");
+  if (o.join && (o.on_failure != "continue" || !launched))
+    throw TrainError("--join replaces a rank of an island that was lost: it needs --diloco-h with --on-failure "
+                     "continue, and the launcher variables of the rank it replaces");
+  if (o.join && !o.resume.empty())
+    throw TrainError("--join takes its state from a live island, not from --resume");
   if (o.on_failure == "shrink" && o.diloco_h > 0)
-    throw TrainError("--on-failure shrink does not combine with --diloco-h yet: the islands would have to agree on "
-                     "a new split of the global batch; save checkpoints (--save-every) and --resume instead");
+    throw TrainError("--on-failure shrink does not combine with --diloco-h: with islands, --on-failure continue lets "
+                     "the islands that are whole go on without the one that lost a rank");
   if (o.save_every > 0 && o.save.empty()) throw TrainError("--save-every needs --save DIR");
   if (o.stop_at > o.steps)
     throw TrainError("--stop-at " + std::to_string(o.stop_at) + " is beyond --steps " +

@@ -41,7 +41,11 @@ struct Options {
   int diloco_h = 0;
   strata::OuterSyncConfig outer;
   std::string diloco_flag;  // the first DiLoCo flag given, for "needs --diloco-h"
-  std::string on_failure = "stop";  // or "shrink": go on without a rank that failed (pure dp)
+  // "stop", or "shrink": go on without a rank that failed (training/relayout.hpp)
+  std::string on_failure = "stop";
+  // DiLoCo with --on-failure continue: this process replaces a rank of a lost island
+  // (training/island_heal.cpp).
+  bool join = false;
   bool help = false;
 };
 

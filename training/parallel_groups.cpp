@@ -67,6 +67,17 @@ void ParallelGroups::shrink() {
   choose_dp_group();
 }
 
+std::array<Group*, 7> ParallelGroups::others() {
+  return {&links_.act_out, &links_.act_in, &links_.grad_out, &links_.grad_in, &embedding_, &tp_, &dp_};
+}
+
+Group ParallelGroups::survivors() {
+  for (Group* g : others()) g->abort();
+  Group left = world_.shrink();
+  world_.destroy();
+  return left;
+}
+
 std::array<uint64_t, ParallelGroups::kTrafficKinds> ParallelGroups::bytes() const {
   return {tp_.bytes(), links_.act_out.bytes() + links_.grad_out.bytes(),
           dp_is_world_ ? world_.bytes() : dp_.bytes(), embedding_.bytes(),
@@ -74,9 +85,7 @@ std::array<uint64_t, ParallelGroups::kTrafficKinds> ParallelGroups::bytes() cons
 }
 
 void ParallelGroups::destroy() {
-  for (Group* g : {&links_.act_out, &links_.act_in, &links_.grad_out, &links_.grad_in, &embedding_,
-                   &tp_, &dp_})
-    g->destroy();
+  for (Group* g : others()) g->destroy();
   world_.destroy();
 }
 

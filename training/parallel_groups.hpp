@@ -28,6 +28,8 @@ class ParallelGroups {
   bool model_parallel() const { return size(kTp) * size(kPp) > 1; }
   int data_rank() const { return first_slice_ + coord(kDp); }  // this rank's slice of the batch
   int data_ranks() const { return data_ranks_; }               // slices of the global batch
+  // DiLoCo lost or took back an island: this island's first slice and the slice count change.
+  void reslice(int first_slice, int data_ranks) { first_slice_ = first_slice, data_ranks_ = data_ranks; }
 
   Group& world() { return world_; }
   Group& tp() { return tp_; }
@@ -45,6 +47,11 @@ class ParallelGroups {
   // After a rank failed, collective over the survivors of a pure data-parallel job: the
   // whole job's group shrinks to them and the grid is laid anew over its hierarchy.
   void shrink();
+  // After a rank failed, collective over the survivors of any job: every group but the whole
+  // job's is aborted (a survivor waiting in one fails at once, and comes here too), and the
+  // whole job's group shrinks to the survivors, which it returns (in their old order).
+  // These groups can then only be destroyed.
+  Group survivors();
 
   void destroy();
 
@@ -55,6 +62,7 @@ class ParallelGroups {
   bool dp_is_world_ = false;
   int first_slice_, data_ranks_;
   void choose_dp_group();
+  std::array<Group*, 7> others();  // every group but the whole job's
   PipeLinks links_;
 };
 

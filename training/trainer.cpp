@@ -152,7 +152,7 @@ std::string Trainer::sample(int len, uint64_t seed) {
       whole = std::make_unique<ParamLayout>(o_.model, 1, bucket_elems(o_));
       gathered.assign(whole->padded_size(), 0.0f);
     }
-    gather_whole(Section::params, [&](int id, const float* t) {
+    gather_whole(params_.data(), false, [&](int id, const float* t) {
       std::memcpy(gathered.data() + whole->tensor(id).offset, t, whole->tensor(id).size * sizeof(float));
     });
     if (root) {
@@ -199,6 +199,11 @@ uint64_t Trainer::replicated_checksum() const {
   for (const auto& t : layout_.tensors())
     if (t.split == Split::none) h = fnv1a(params_.data() + t.offset, t.size * sizeof(float), h);
   return h;
+}
+
+uint64_t Trainer::embedding_checksum() const {
+  const TensorInfo& wte = layout_.tensor(tensor_wte());
+  return fnv1a(params_.data() + wte.offset, wte.size * sizeof(float));
 }
 
 }  // namespace strata::train

@@ -62,24 +62,45 @@ class Trainer {
   };
   Recovery go_on_after_failure();
 
+  // What a replica goes back to when an island is lost (DiLoCo, --on-failure continue):
+  // this rank's parameters, Adam moments, step and data position, kept in memory.
+  struct Kept {
+    std::vector<float> params, m, v;
+    int step = 0;
+    BatchSampler sampler{0};
+  };
+  Kept keep() const;
+  void restore(const Kept& k);
+  // This rank's slice of the global batch changed (ParallelGroups::reslice, and o.batch):
+  // DiLoCo lost an island or took one back.
+  void reslice() { slices_ = {groups_.data_rank()}; }
+
   void save(const std::string& dir);  // collective; rank 0 writes
   // Throws TrainError when the checkpoint's model does not match this one.
   void load(const CheckpointReader& r);
+
+  // Collective over the replica: calls emit(id, whole tensor) on rank 0 for every tensor of
+  // the model in canonical order, assembled from `src` on the ranks that hold its pieces:
+  // a buffer laid out as the parameters (sent by data-parallel rank 0), or with `sharded`
+  // a moment buffer of this rank's ZeRO slices (sent by every data-parallel rank).
+  void gather_whole(const float* src, bool sharded, const std::function<void(int, const float*)>& emit);
+  // This rank's pieces of a canonical section (read(first, n, out): n floats from canonical
+  // index `first`) into a buffer laid out as the parameters; padding is zero.
+  void read_pieces(const std::function<void(size_t, size_t, float*)>& read, float* flat) const;
 
   const ParamLayout& layout() const { return layout_; }
   float* params() { return params_.data(); }  // this rank's flat (padded) parameter buffer
   CheckpointHeader checkpoint_header() const;  // this run's model, data position and step
   uint64_t param_checksum() const;       // over this rank's parameters
   uint64_t replicated_checksum() const;  // over its tensor-parallel replicated tensors
+  // Over its piece of the tied embedding (the first stage's wte, the last stage's head).
+  uint64_t embedding_checksum() const;
   std::string memory_report() const;
   int staging_peak() const { return sync_.staging_peak(); }
   size_t activation_bytes() const { return pipe_->peak_activation_bytes(); }
   int microbatches_in_flight() const { return pipe_->peak_in_flight(); }
 
  private:
-  // Calls emit(id, whole tensor) on rank 0 for every tensor of the model in canonical
-  // order, `s` of it (parameters or a moment), each piece sent by the rank that holds it.
-  void gather_whole(Section s, const std::function<void(int, const float*)>& emit);
   bool reports_loss() const;  // the rank whose loss counts: last stage, tensor-parallel rank 0
   // This stage's pipeline over its chunks; loss_scale as in Pipeline::Shape.
   void build_pipeline(int microbatches, float loss_scale);

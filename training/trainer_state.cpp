@@ -22,19 +22,16 @@ std::vector<Segment> of_tensor(const std::vector<Segment>& segs, const TensorInf
 
 }  // namespace
 
-void Trainer::gather_whole(Section s, const std::function<void(int, const float*)>& emit) {
+void Trainer::gather_whole(const float* src, bool sharded, const std::function<void(int, const float*)>& emit) {
   Group& world = groups_.world();
   const RankGrid& grid = groups_.grid();
   const bool root = world.rank() == 0;
   const int T = o_.tp, P = o_.pp, D = groups_.size(kDp);  // fewer than --dp after a shrink
-  const float* src = s == Section::params ? params_.data()
-                     : s == Section::adam_m ? opt_.m().data()
-                                            : opt_.v().data();
-  // What a data-parallel rank sends of its tensors: the parameters and unsharded moments
-  // from rank 0, sharded moments from every rank (its slices). The state offset indexes
-  // `src` in every case (for parameters it is the flat offset).
+  // What a data-parallel rank sends of its tensors: a parameter-shaped buffer from rank 0,
+  // sharded moments from every rank (its slices). The state offset indexes `src` in every
+  // case (for a parameter-shaped buffer it is the flat offset).
   auto sends = [&](const ParamLayout& l, int dp_rank) -> std::vector<Segment> {
-    if (s == Section::params || o_.zero == 0) return dp_rank == 0 ? l.all_segments() : std::vector<Segment>{};
+    if (!sharded) return dp_rank == 0 ? l.all_segments() : std::vector<Segment>{};
     return l.shard_segments(dp_rank, false);
   };
   // Rank 0 knows every rank's layout, since layouts follow from the options alone.
@@ -90,12 +87,24 @@ void Trainer::gather_whole(Section s, const std::function<void(int, const float*
   for (auto& r : pending) r.wait();
 }
 
+Trainer::Kept Trainer::keep() const { return {params_, opt_.m(), opt_.v(), step_, sampler_}; }
+
+void Trainer::restore(const Kept& k) {
+  // In place: the model chunks and the outer sync hold pointers into these buffers.
+  std::copy(k.params.begin(), k.params.end(), params_.begin());
+  std::copy(k.m.begin(), k.m.end(), opt_.m().begin());
+  std::copy(k.v.begin(), k.v.end(), opt_.v().begin());
+  step_ = k.step;
+  sampler_ = k.sampler;
+}
+
 void Trainer::save(const std::string& dir) {
   const bool root = groups_.world().rank() == 0;
   std::unique_ptr<CheckpointWriter> w;
   if (root) w = std::make_unique<CheckpointWriter>(dir);
-  for (Section s : {Section::params, Section::adam_m, Section::adam_v})
-    gather_whole(s, [&](int id, const float* whole) {
+  // The moments are sharded under ZeRO (each data-parallel rank holds its slices).
+  for (const float* src : {params_.data(), opt_.m().data(), opt_.v().data()})
+    gather_whole(src, src != params_.data() && o_.zero > 0, [&](int id, const float* whole) {
       w->append(whole, layout_.tensor(id).full_size);
     });
   if (root) w->commit(checkpoint_header());
@@ -138,28 +147,32 @@ void check_checkpoint_matches(const CheckpointHeader& h, const Options& o) {
                      ", nothing left to do for --steps " + std::to_string(o.steps));
 }
 
+void Trainer::read_pieces(const std::function<void(size_t, size_t, float*)>& read, float* flat) const {
+  const ModelPartition& part = layout_.partition();
+  std::fill(flat, flat + layout_.padded_size(), 0.0f);
+  for (int id = 0; id < tensor_count(o_.model); ++id) {
+    if (!layout_.holds(id)) continue;
+    const TensorInfo& t = layout_.tensor(id);
+    for (const ShardRun& run : shard_runs(t, part.tp, part.tp_rank))
+      read(canonical_offset_[id] + run.whole, run.len, flat + t.offset + run.local);
+  }
+}
+
 void Trainer::load(const CheckpointReader& r) {
   const CheckpointHeader& h = r.header();
   check_checkpoint_matches(h, o_);
   if (h.num_params != layout_.model_params()) throw TrainError("checkpoint parameter count differs");
-  const ModelPartition& part = layout_.partition();
-  std::vector<float> piece;
-  for (Section s : {Section::params, Section::adam_m, Section::adam_v}) {
-    for (int id = 0; id < tensor_count(o_.model); ++id) {
-      if (!layout_.holds(id)) continue;
-      const TensorInfo& t = layout_.tensor(id);
-      piece.assign(t.size, 0.0f);
-      for (const ShardRun& run : shard_runs(t, part.tp, part.tp_rank))
-        r.read(s, canonical_offset_[id] + run.whole, run.len, piece.data() + run.local);
-      if (s == Section::params) {
-        std::memcpy(params_.data() + t.offset, piece.data(), t.size * sizeof(float));
-        continue;
-      }
-      // The moments this rank's optimizer keeps (all, or its ZeRO slices).
-      float* state = (s == Section::adam_m ? opt_.m() : opt_.v()).data();
-      for (const Segment& g : of_tensor(sync_.segments(), t))
-        std::memcpy(state + g.state, piece.data() + (g.param - t.offset), g.len * sizeof(float));
-    }
+  auto section = [&](Section s) {
+    return [&r, s](size_t first, size_t n, float* out) { r.read(s, first, n, out); };
+  };
+  read_pieces(section(Section::params), params_.data());
+  // The moments this rank's optimizer keeps (all, or its ZeRO slices).
+  std::vector<float> flat(layout_.padded_size());
+  for (Section s : {Section::adam_m, Section::adam_v}) {
+    read_pieces(section(s), flat.data());
+    float* state = (s == Section::adam_m ? opt_.m() : opt_.v()).data();
+    for (const Segment& g : sync_.segments())
+      std::memcpy(state + g.state, flat.data() + g.param, g.len * sizeof(float));
   }
   step_ = static_cast<int>(h.step);
   sampler_.restore(h.data_rng, h.batches_drawn);

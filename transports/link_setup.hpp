@@ -27,6 +27,9 @@ struct SetupContext {
   uint64_t comm_tag = 0;               // unique to the communicator (shm's segments)
   // By rank: the data sockets the mesh connected beside each control socket (tcp's).
   std::vector<std::vector<net::Fd>>* sockets = nullptr;
+  // By rank: the links that carry host memory, made before any device row's (staging
+  // wraps them; they outlive the links made from this context).
+  const std::vector<std::unique_ptr<Link>>* host_links = nullptr;
 };
 
 // One per communicator, memory kind and transport. The mesh calls, for the peers in the
@@ -74,15 +77,20 @@ extern const LinkSetupTransport kShmTransport;      // transports/shm
 extern const LinkSetupTransport kTcpTransport;      // transports/tcp
 extern const LinkSetupTransport kUcxTransport;      // transports/ucx
 extern const LinkSetupTransport kIbverbsTransport;  // transports/ibverbs
+extern const LinkSetupTransport kIpcTransport;      // transports/ipc
+extern const LinkSetupTransport kStagingTransport;  // transports/staging
 
-// A transport that needs no library and offers no capability: its setup is a `Setup`,
-// made from the context (shm, tcp).
-template <class Setup>
-inline constexpr LinkSetupTransport kAlwaysThere{
-    nullptr,
+// A transport that needs no library: its setup is a `Setup`, made from the context, and
+// it offers what `offers` says (ipc, staging: a device backend may exist), or nothing.
+template <class Setup, bool (*offers)()>
+inline constexpr LinkSetupTransport kOffering{
+    offers,
     nullptr,
     [](const SetupContext& ctx) -> std::unique_ptr<LinkSetup> { return std::make_unique<Setup>(ctx); },
 };
+// One that offers no capability (shm, tcp).
+template <class Setup>
+inline constexpr LinkSetupTransport kAlwaysThere = kOffering<Setup, nullptr>;
 
 // The stub of a transport built without its library: it never offers RDMA, and forcing or
 // creating it calls `missing`, which throws a SystemError saying what to install.

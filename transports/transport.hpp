@@ -86,6 +86,16 @@ class Link {
   // File descriptors worth sleeping on while this link waits (none for shared memory).
   virtual void wait_fds(std::vector<pollfd>& out) const {}
 
+  // How many of the transfers posted so far, each way, have not completed: they complete
+  // in order, so all but the newest that many are done. A link that wraps this one
+  // (staging) reuses its buffers by it. A link that does not count says none while idle
+  // and kAll (every one of them) otherwise, which is right but slower to reuse.
+  struct Outstanding {
+    size_t sends, recvs;
+  };
+  static constexpr size_t kAll = ~size_t(0);
+  virtual Outstanding outstanding() const { return idle() ? Outstanding{0, 0} : Outstanding{kAll, kAll}; }
+
  protected:
   explicit Link(int peer) : peer_(peer) {}
   // Every link's constructor declares its record, once it knows it (some capabilities

@@ -15,10 +15,10 @@
 
 namespace strata {
 
-// Which pairs a row serves when nothing forces a transport.
+// Which pairs a row serves when nothing forces a transport (and, with an offer_bit, only
+// where both ranks offered that capability).
 enum class Reach : uint8_t {
-  same_host,   // the two ranks have the same host identity
-  both_offer,  // both offered the row's capability (offer_bit): RDMA on both ends
+  same_host,  // the two ranks have the same host identity
   anywhere,
 };
 
@@ -27,14 +27,20 @@ enum class Forcing : uint8_t {
   means_auto,   // nothing: the row is chosen where it serves anyway (shm)
   either_side,  // every pair where either rank names it (tcp)
   every_rank,   // every pair, and every rank must name it (ucx, ibverbs)
+  never,        // the setting cannot name it: it is about host links (ipc, staging)
 };
+
+// The capabilities a rank offers, one bit each (TransportOffer::caps).
+inline constexpr uint8_t kOfferUcxRdma = 1;  // UCX reports an RDMA transport
+inline constexpr uint8_t kOfferIbPort = 2;   // an ibverbs port is usable
+inline constexpr uint8_t kOfferDevice = 4;   // this process can have a device backend
 
 struct TransportRow {
   const char* name;      // STRATA_TRANSPORT's value, and the links' name
   uint8_t id;            // in the offer (0 is auto)
   MemoryKinds memory;    // the kinds of memory its links carry
   Reach reach;
-  uint8_t offer_bit;     // Reach::both_offer: its bit in the offer's capabilities
+  uint8_t offer_bit;     // nonzero: serves only pairs where both offered this capability
   Forcing forcing;
   bool handshake;        // links are made from connection info sent over the control socket
   const LinkSetupTransport* transport;
@@ -58,8 +64,9 @@ struct TransportOffer {
 };
 static_assert(sizeof(TransportOffer) == 8);
 
-// This rank's offer. Capabilities are probed (once per process) only when nothing is
-// forced and some peer is on another host (`remote_peer`).
+// This rank's offer. RDMA is probed (once per process) only when nothing is forced and
+// some peer is on another host (`remote_peer`); whether a device backend can exist here
+// is asked always (it makes no backend: ground/device/backend.hpp's backend_possible).
 TransportOffer make_offer(const Config& cfg, bool remote_peer);
 
 // The row that carries `kind` between ranks `ra` and `rb` (ra < rb, offers oa and ob), the

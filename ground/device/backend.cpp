@@ -91,6 +91,14 @@ Backend* backend() {
   return chosen;
 }
 
+bool backend_possible() {
+  static const std::string choice = settings::text("STRATA_DEVICE");  // read once, as backend() does
+  if (choice == "emulated" || choice == "cuda") return true;
+  if (choice == "none") return false;
+  static const bool driver = driver_present();  // auto
+  return driver;
+}
+
 Backend& require_backend(const char* what) {
   Backend* b = backend();
   if (!b) {

@@ -29,6 +29,11 @@ Backend* backend();
 // came without a stream asks (one atomic load), so host calls in a process that never
 // touched the device pay nothing and never load CUDA.
 Backend* loaded_backend();
+// Whether this process has, or may make, a backend, without making one (so a
+// communicator's setup creates no CUDA context): STRATA_DEVICE is emulated or cuda, or
+// auto where an NVIDIA driver exists. A backend that then fails to load fails the first
+// device call, saying why. InvalidArgument for a bad STRATA_DEVICE.
+bool backend_possible();
 // backend(), or InvalidUsage naming `what` when there is none.
 Backend& require_backend(const char* what);
 

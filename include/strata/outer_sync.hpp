@@ -66,13 +66,20 @@ class OuterSync {
   // Collective over `comm`. Every rank passes the same configuration and count, and starts
   // from the same parameters (both are checked). `params` (count floats) must stay valid
   // while the object lives. `segments`: lengths of consecutive pieces of the buffer,
-  // summing to count; empty: F pieces of (nearly) equal length.
+  // summing to count; empty: F pieces of (nearly) equal length. A piece may have length 0
+  // (a rank that holds part of a model names the model's pieces, 0 for those it lacks, so
+  // fragment p is the same layers everywhere); a fragment with no elements is not exchanged.
   OuterSync(Comm comm, float* params, size_t count, const OuterSyncConfig& cfg, std::vector<size_t> segments = {});
   ~OuterSync();  // waits for exchanges in flight
   OuterSync(OuterSync&&) noexcept;
   OuterSync& operator=(OuterSync&&) noexcept;
 
   bool valid() const { return impl_ != nullptr; }
+  // Local, after a failure (a rank of another island died): the exchange in flight fails on
+  // this rank and its peers (its communicators are aborted), and the object is released
+  // without waiting for a peer; it is then empty. Islands that go on make a new OuterSync
+  // over the ranks left and load_state what they kept.
+  void abort();
 
   // After each inner step: applies the fragments whose exchange started τ steps ago and
   // starts those due now (with τ = 0 it waits for them and applies them at once).

@@ -45,6 +45,10 @@ struct LaunchInfo {
   std::string launcher;  // "strata-run", "torchrun", "mpirun", "slurm", "pmix"; "" when none
   int rank = 0, size = 1;
   int local_rank = 0, local_size = 1;  // this rank on its host; -1 and 0 where the launcher does not say
+  // "host:port" where the job's ranks find rank 0's root when the launcher gives its address
+  // (STRATA_ROOT, torchrun, srun); "" when it goes through a file or PMIx. Where a job's
+  // ranks open the door for a replacement started by join_from_env (Comm::grow).
+  std::string rendezvous;
 };
 // InvalidArgument when a launcher's variables are partial or malformed.
 LaunchInfo launch_info();
@@ -117,6 +121,36 @@ class Comm {
   // call on this communicator throws: destroy it. Throws PeerError when this rank was
   // left out. docs/api.md, "Shrink".
   Comm shrink();
+
+  // ---- growing: ranks that are not in this communicator join it (docs/api.md, "Grow") ----
+  // Collective: rank 0 opens a door for newcomers at `address` ("host:port"; "": the
+  // interface get_unique_id would listen on, any port), unless one is open, and every rank
+  // gets the id a newcomer passes to join(): the door's address and this communicator's
+  // secret, which a newcomer must present (as a rank joining the bootstrap root must). The
+  // door stays open until the communicator is destroyed. SystemError (on every rank) when
+  // rank 0 cannot listen there.
+  UniqueId open_door(const std::string& address = "");
+  // Collective: how many newcomers wait at the door, having presented the secret and a
+  // valid description (rank 0 counts; every rank gets its count). InvalidUsage without a door.
+  int newcomers();
+  // Collective over this communicator, with `count` newcomers (the first that came to the
+  // door): a new communicator of this one's ranks and theirs, ordered by `key` (a newcomer
+  // passes its own to join()); equal keys put this communicator's ranks first, in their
+  // order, then newcomers in the order they came. This communicator stays as it was; a call
+  // on it from another thread while grow runs is refused (InvalidUsage). TimeoutError on
+  // every rank when fewer than `count` came within STRATA_TIMEOUT; a newcomer that leaves
+  // before the new communicator is connected fails the grow on every rank (an error from
+  // connecting it, within STRATA_TIMEOUT). Either way this communicator stays usable.
+  Comm grow(int count, int key);
+  // A rank that is not in the communicator: goes to the door of `id` (trying again until it
+  // opens) and waits until the communicator's ranks grow() it in, for up to STRATA_TIMEOUT
+  // (or options.timeout_s) in all. SystemError when the door closes the connection (a wrong
+  // secret, or the communicator went away), TimeoutError when no grow took it in.
+  static Comm join(const UniqueId& id, int key, const CommOptions& options = {});
+  // join() at the job's rendezvous address (LaunchInfo::rendezvous) with the job's secret,
+  // as init_from_env() finds them: a replacement for lost ranks, started with the job's
+  // launcher variables. InvalidArgument where the rendezvous is a file or PMIx.
+  static Comm join_from_env(int key);
 
   // Finishes queued operations, tells peers this rank is leaving, releases everything.
   // Any later call on this communicator throws InvalidUsage.

@@ -211,6 +211,47 @@ strataResult_t strataCommShrink(strataComm_t comm, strataComm_t* newcomm) {
   });
 }
 
+strataResult_t strataCommOpenDoor(strataComm_t comm, const char* address, strataUniqueId* id) {
+  return guarded([&] {
+    strata::Comm& c = live(comm);
+    if (!id) throw strata::InvalidArgument("strataCommOpenDoor: id is NULL");
+    const strata::UniqueId u = c.open_door(address ? address : "");
+    std::memcpy(id->internal, u.bytes.data(), sizeof id->internal);
+    return strataSuccess;
+  });
+}
+
+strataResult_t strataCommNewcomers(strataComm_t comm, int* count) {
+  return guarded([&] {
+    strata::Comm& c = live(comm);
+    if (!count) throw strata::InvalidArgument("strataCommNewcomers: count is NULL");
+    *count = c.newcomers();
+    return strataSuccess;
+  });
+}
+
+strataResult_t strataCommGrow(strataComm_t comm, int count, int key, strataComm_t* newcomm) {
+  return guarded([&] {
+    strata::Comm grown = live(comm).grow(count, key);
+    if (!newcomm) {
+      // As for a split: the grow was done, so no rank is left waiting in it.
+      grown.destroy();
+      throw strata::InvalidArgument("strataCommGrow: newcomm is NULL (the grow was done and its communicator "
+                                    "destroyed on this rank)");
+    }
+    return adopt(newcomm, std::move(grown));
+  });
+}
+
+strataResult_t strataCommJoin(strataUniqueId id, int key, strataComm_t* newcomm) {
+  return guarded([&] {
+    if (!newcomm) throw strata::InvalidArgument("strataCommJoin: newcomm is NULL");
+    strata::UniqueId u;
+    std::memcpy(u.bytes.data(), id.internal, sizeof id.internal);
+    return adopt(newcomm, strata::Comm::join(u, key));
+  });
+}
+
 strataResult_t strataCommDestroy(strataComm_t comm) {
   return guarded([&] {
     live(comm).destroy();

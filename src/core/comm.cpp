@@ -250,9 +250,18 @@ std::string describe_links(const Comm& c) {
 
 // ---- the calls: described once, then one path ----
 
+namespace {
+void refuse_while_growing(const CommState& s) {
+  if (s.growing.load())
+    throw InvalidUsage("this communicator is being grown (Comm::grow, on another thread): a call on it meanwhile is "
+                       "refused; make it before the grow, or on the communicator grow returns");
+}
+}  // namespace
+
 Request Comm::start(bool blocking, Collective coll, const void* send, void* recv, size_t count, DataType type,
                     ReduceOp op, int root) {
   CommState& s = checked();
+  refuse_while_growing(s);
   return s.start(describe(coll, send, recv, count, type, op, root, s.rank, s.nranks), blocking);
 }
 
@@ -350,6 +359,7 @@ void Comm::group_start() { ++checked().group_depth; }
 
 Request Comm::end_group(bool blocking) {
   CommState& s = checked();
+  refuse_while_growing(s);
   if (s.group_depth == 0) throw InvalidUsage("group_end without group_start");
   if (--s.group_depth > 0) return {};
   std::vector<P2POp> ops;

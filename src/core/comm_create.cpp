@@ -63,8 +63,21 @@ void check_settings_agree(const std::vector<bootstrap::RankInfo>& table) {
                           "STRATA_LINK_MODEL) differ between rank 0 and " + ranks_text(odd) + "; set the same on every rank");
 }
 
-// `emulated_node` >= 0 (STRATA_HIERARCHY sets node sizes) makes this rank's host
-// identity differ per emulated node, so those talk over tcp as separate hosts would.
+// STRATA_ALGO names an algorithm of algorithms/select.cpp's list (the one list of names).
+void check_algo_setting(const std::string& algo) {
+  if (algo.empty()) return;
+  std::string names;
+  for (Algo a : kAllAlgos) {
+    if (algo == name(a)) return;
+    names += std::string(names.empty() ? "" : ", ") + name(a);
+  }
+  throw InvalidArgument("STRATA_ALGO=" + algo + " is not one of: " + names);
+}
+
+}  // namespace
+
+// An emulated node's ranks get a host identity of their own, so they talk over tcp as
+// separate hosts would.
 bootstrap::RankInfo my_info(const Config& cfg, const net::Fd& listener, int emulated_node) {
   bootstrap::RankInfo info{};
   info.listen = net::local_address(listener.get());
@@ -83,19 +96,6 @@ bootstrap::RankInfo my_info(const Config& cfg, const net::Fd& listener, int emul
     if (CPU_ISSET(c, &set)) info.cpus[c / 64] |= uint64_t{1} << (c % 64);
   return info;
 }
-
-// STRATA_ALGO names an algorithm of algorithms/select.cpp's list (the one list of names).
-void check_algo_setting(const std::string& algo) {
-  if (algo.empty()) return;
-  std::string names;
-  for (Algo a : kAllAlgos) {
-    if (algo == name(a)) return;
-    names += std::string(names.empty() ? "" : ", ") + name(a);
-  }
-  throw InvalidArgument("STRATA_ALGO=" + algo + " is not one of: " + names);
-}
-
-}  // namespace
 
 Comm CommState::create(int rank, int nranks, const std::vector<bootstrap::RankInfo>& table, const net::Fd& listener,
                        const bootstrap::Secret& secret, uint64_t tag, const Config& cfg, Hierarchy hier) {
@@ -170,36 +170,45 @@ Comm Comm::init_rank(int nranks, const UniqueId& id, int rank, const CommOptions
 LaunchInfo launch_info() {
   auto l = bootstrap::find_launch(bootstrap::process_env(), bootstrap::pmix_built());
   if (!l) return {};
-  return {l->launcher, l->rank, l->size > 0 ? l->size : bootstrap::pmix_job_size(), l->local_rank, l->local_size};
+  return {l->launcher, l->rank, l->size > 0 ? l->size : bootstrap::pmix_job_size(), l->local_rank, l->local_size,
+          l->rendezvous == bootstrap::Rendezvous::address ? l->root : ""};
 }
 
-namespace {
-
-// The root of a job whose ranks all know its address: STRATA_ROOT, or derived from the
-// launcher's variables (then the secret is derived from the job id too).
-Comm init_at_address(const bootstrap::Launch& l, double timeout_s) {
-  net::SockAddr root = net::parse_host_port(l.root);
-  bootstrap::Secret secret{};
+bootstrap::IdFields root_of(const bootstrap::Launch& l) {
+  bootstrap::IdFields f;
+  f.root = net::parse_host_port(l.root);
+  f.secret = {};
   if (auto hex = settings::raw("STRATA_SECRET")) {
-    secret = bootstrap::parse_secret_hex(*hex);
+    f.secret = bootstrap::parse_secret_hex(*hex);
   } else if (l.derived) {
     STRATA_WARN("STRATA_SECRET is not set: the job's secret is derived from its job id alone, which anyone who knows "
                 "the id can derive too");
   } else {
     STRATA_WARN("STRATA_SECRET is not set: connections are checked against an all-zero secret");
   }
-  if (l.derived) secret = bootstrap::derive_secret(secret, l.job_id);
+  if (l.derived) f.secret = bootstrap::derive_secret(f.secret, l.job_id);
+  return f;
+}
+
+UniqueId rendezvous_id(const bootstrap::Launch& l) { return bootstrap::encode_id(root_of(l)); }
+
+namespace {
+
+// The root of a job whose ranks all know its address: STRATA_ROOT, or derived from the
+// launcher's variables (then the secret is derived from the job id too).
+Comm init_at_address(const bootstrap::Launch& l, double timeout_s) {
+  const bootstrap::IdFields f = root_of(l);
   if (l.rank == 0) {
     net::Fd listener;
     try {
-      listener = net::listen_on(root);
+      listener = net::listen_on(f.root);
     } catch (const Error& e) {
       throw SystemError(std::string(e.what()) + " (rank 0 listens at " + l.root + ", from " + l.root_from +
                         (l.derived ? "; STRATA_ROOT_PORT chooses another port" : "") + ")");
     }
-    bootstrap::start_root(std::move(listener), secret, timeout_s);
+    bootstrap::start_root(std::move(listener), f.secret, timeout_s);
   }
-  return init(l.size, l.rank, root, secret);
+  return init(l.size, l.rank, f.root, f.secret);
 }
 
 // Rank 0 makes a unique id and passes it through a file or PMIx.

@@ -13,6 +13,7 @@
 
 #include "algorithms/algorithms.hpp"
 #include "core/bootstrap/bootstrap.hpp"
+#include "core/bootstrap/launch_env.hpp"
 #include "core/engine.hpp"
 #include "core/op_queue.hpp"
 #include "core/plan_cache.hpp"
@@ -29,6 +30,14 @@ namespace strata {
 net::Fd listen_like(const net::SockAddr& advertised);
 uint64_t mix(uint64_t x);
 std::vector<std::string> hosts_of(const std::vector<bootstrap::RankInfo>& table);
+// Shared by creation and grow (core/grow.cpp): what this rank tells the others about itself
+// (`emulated_node` >= 0: STRATA_HIERARCHY's node, which makes a host of its own); the root
+// address and secret of a job whose rendezvous is an address, and that as an id.
+bootstrap::RankInfo my_info(const Config& cfg, const net::Fd& listener, int emulated_node);
+bootstrap::IdFields root_of(const bootstrap::Launch& l);
+UniqueId rendezvous_id(const bootstrap::Launch& l);
+
+struct Door;  // rank 0's listener for newcomers (core/grow.cpp)
 
 struct CommState {
   enum Life { live, destroyed, aborted };
@@ -50,6 +59,9 @@ struct CommState {
   OpQueue queue;  // after engine: destroyed (stopped) first
   std::atomic<Life> life{live};
   bool shrunk = false;  // Comm::shrink ran on it: its agreement is over, a second one has no peers
+  std::shared_ptr<Door> door;       // rank 0, after open_door: where newcomers wait for a grow
+  std::atomic<bool> growing{false};  // Comm::grow runs: calls from other threads are refused
+  uint64_t grows = 0;
 
   int group_depth = 0;
   std::vector<P2POp> group;

@@ -154,6 +154,7 @@ Mesh connect_mesh(int rank, const std::vector<RankInfo>& table, const net::Fd& l
   ctx.secret = secret.bytes;
   ctx.comm_tag = tag;
   ctx.sockets = &data;
+  ctx.host_links = &m.of(MemoryKind::host);  // kinds are set up in order: host links first
   for (int j = 0; j < n; ++j) {
     ctx.same_host.push_back(same_host(table[rank], table[j]));
     ctx.address.push_back(table[j].listen.str());

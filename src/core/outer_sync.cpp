@@ -114,6 +114,10 @@ void OuterSync::Impl::start(size_t p) {
   for_each_run(f, lo, lo + f.share, [&](size_t b, size_t q, size_t len) {
     for (size_t i = 0; i < len; ++i) d[q - lo + i] = snap[q + i] - params[b + i];
   });
+  if (f.padded == 0) {  // none of its segments on this communicator's ranks: nothing to exchange
+    ++exchanges;
+    return;
+  }
   inflight[p] = worker.submit([this, p] { exchange(p); });
 }
 
@@ -288,6 +292,14 @@ OuterSync::OuterSync() = default;
 OuterSync::~OuterSync() = default;
 OuterSync::OuterSync(OuterSync&&) noexcept = default;
 OuterSync& OuterSync::operator=(OuterSync&&) noexcept = default;
+
+void OuterSync::abort() {
+  if (!impl_) return;
+  // The worker's exchange fails promptly once its communicators are gone; ~Impl joins it.
+  for (Comm* c : {&impl_->island, &impl_->across})
+    if (c->valid()) c->abort();
+  impl_.reset();
+}
 
 OuterSync::Impl& OuterSync::checked() const {
   if (!impl_) throw InvalidUsage("this OuterSync is empty (default-constructed or moved from)");

@@ -127,52 +127,39 @@ INSTANTIATE_TEST_SUITE_P(Run, Collectives, ::testing::ValuesIn(configs()),
 // collective x type x op at --quick's sizes (0, 1, 7, 1001, a 4 KiB chunk +-1 elements), in
 // and out of place, each call's inputs written just before it and its output read just
 // after it on its stream, plus point-to-point and groups on device buffers. One rank runs
-// the device executor alone; more ranks need the device links (the IPC link on one host,
-// staging between the emulated hosts of --hosts 2), and the matrix narrows as ranks grow
-// (time: each call is stream-ordered).
-struct DeviceConfig {
-  Config run;
-  bool needs_ipc = false, needs_staging = false;
-};
-
-std::ostream& operator<<(std::ostream& o, const DeviceConfig& c) { return o << c.run.name; }
-
-class DeviceCollectives : public ::testing::TestWithParam<DeviceConfig> {};
+// the device executor alone; more ranks move device buffers over the IPC link on one
+// host and by staging between the emulated hosts of --hosts 2, and the matrix narrows as
+// ranks grow (time: each call is stream-ordered).
+class DeviceCollectives : public ::testing::TestWithParam<Config> {};
 
 TEST_P(DeviceCollectives, AllRanksPass) {
-  const DeviceConfig& c = GetParam();
-  if (c.needs_ipc && !STRATA_HAVE_IPC_LINK)
-    GTEST_SKIP() << "this build has no IPC link (transports/ipc): device buffers cannot move between ranks of a host";
-  if (c.needs_staging && !STRATA_HAVE_STAGING_LINK)
-    GTEST_SKIP() << "this build has no staging link (transports/staging): device buffers cannot move between hosts";
-  std::map<std::string, std::string> env = c.run.env;
+  const Config& c = GetParam();
+  std::map<std::string, std::string> env = c.env;
   env["STRATA_TIMEOUT"] = "60";
   env["STRATA_DEVICE"] = strata_test::device_under_test();
-  if (!c.run.launch.empty() && !can_make_namespaces())
+  if (!c.launch.empty() && !can_make_namespaces())
     GTEST_SKIP() << "cannot create network namespaces here (needs root and CAP_NET_ADMIN): emulated cluster not tested";
-  expect_worker_job_passes(c.run.name, c.run.n, env, c.run.launch, c.run.args, c.run.deadline_s);
+  expect_worker_job_passes(c.name, c.n, env, c.launch, c.args, c.deadline_s);
 }
 
-std::vector<DeviceConfig> device_configs() {
+std::vector<Config> device_configs() {
   const std::map<std::string, std::string> delays{{"STRATA_EMULATED_DELAY_US", "50"}};
   const std::vector<std::string> all{"--quick", "--device"};
-  std::vector<DeviceConfig> v;
-  v.push_back({{"device_n1", 1, {}, all, 200}});
-  v.push_back({{"device_n1_delays", 1, delays, all, 200}});
-  v.push_back({{"device_n2", 2, {}, all, 300}, true});
-  v.push_back({{"device_n3", 3, {}, {"--quick", "--device", "--types=float,bfloat16,int32,uint8,f8e4m3"}, 300}, true});
-  v.push_back({{"device_n4_delays", 4, delays, {"--quick", "--device", "--types=float,float16,int64,f8e5m2"}, 300}, true});
+  std::vector<Config> v;
+  v.push_back({"device_n1", 1, {}, all, 200});
+  v.push_back({"device_n1_delays", 1, delays, all, 200});
+  v.push_back({"device_n2", 2, {}, all, 300});
+  v.push_back({"device_n3", 3, {}, {"--quick", "--device", "--types=float,bfloat16,int32,uint8,f8e4m3"}, 300});
+  v.push_back({"device_n4_delays", 4, delays, {"--quick", "--device", "--types=float,float16,int64,f8e5m2"}, 300});
   // Small chunks: many pieces per message, chunk boundaries at --quick's 4 KiB sizes.
-  v.push_back({{"device_chunks_n3", 3, {{"STRATA_CHUNK_BYTES", "4096"}},
-                {"--quick", "--device", "--types=float,int8", "--no-misc"}, 300},
-               true});
+  v.push_back({"device_chunks_n3", 3, {{"STRATA_CHUNK_BYTES", "4096"}},
+               {"--quick", "--device", "--types=float,int8", "--no-misc"}, 300});
   // Two emulated hosts (network namespaces): staging across, IPC inside.
-  v.push_back({{"device_hosts2_n4", 4, {}, {"--quick", "--device", "--types=float,bfloat16,int32"}, 300, {"--hosts", "2"}},
-               true, true});
+  v.push_back({"device_hosts2_n4", 4, {}, {"--quick", "--device", "--types=float,bfloat16,int32"}, 300, {"--hosts", "2"}});
   return v;
 }
 
 INSTANTIATE_TEST_SUITE_P(Run, DeviceCollectives, ::testing::ValuesIn(device_configs()),
-                         [](const ::testing::TestParamInfo<DeviceConfig>& i) { return i.param.run.name; });
+                         [](const ::testing::TestParamInfo<Config>& i) { return i.param.name; });
 
 }  // namespace

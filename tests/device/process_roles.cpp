@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "device_test.hpp"
+#include "link_ranks.hpp"
 
 namespace strata_test {
 
@@ -13,7 +14,7 @@ struct Role {
   const char* flag;
   int (*run)(int, char**);
 };
-const Role kRoles[] = {{"--ipc-peer", ipc_peer_role}, {"--no-backend", no_backend_role}};
+const Role kRoles[] = {{"--ipc-peer", ipc_peer_role}, {"--no-backend", no_backend_role}, {"--link-rank", link_rank_role}};
 
 }  // namespace
 

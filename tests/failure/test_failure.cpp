@@ -33,7 +33,6 @@ TEST(Failure, KilledRankMidAllReduceTcp) { expect_killed_rank_reported({{"STRATA
 // The same on device buffers over the IPC link (emulated backend): the survivors' streams
 // are released and their devices still work.
 TEST(Failure, KilledRankMidDeviceAllReduce) {
-  if (!STRATA_HAVE_IPC_LINK) GTEST_SKIP() << "this build has no IPC link (transports/ipc): no multi-rank device calls";
   expect_killed_rank_reported({{"STRATA_DEVICE", device_under_test()}}, {}, "device-killed");
 }
 
@@ -144,7 +143,6 @@ void expect_stopped_rank_named(const std::string& mode, const std::map<std::stri
 TEST(Failure, StoppedRankIsNamedByEverySurvivor) { expect_stopped_rank_named("stopped", {}); }
 
 TEST(Failure, StoppedRankIsNamedByEverySurvivorOfADeviceAllReduce) {
-  if (!STRATA_HAVE_IPC_LINK) GTEST_SKIP() << "this build has no IPC link (transports/ipc): no multi-rank device calls";
   expect_stopped_rank_named("device-stopped", {{"STRATA_DEVICE", device_under_test()}});
 }
 

@@ -92,6 +92,23 @@ TEST(OuterLayout, EveryElementInOneFragmentAndOneShare) {
   }
 }
 
+// Empty segments keep their place in the stride (segment j still belongs to fragment
+// j mod F), and a fragment of empty segments only is empty: nothing to exchange.
+TEST(OuterLayout, EmptySegmentsKeepTheirFragment) {
+  OuterLayout l = outer_layout(30, {10, 0, 20, 0}, 2, 2, 1, 4);
+  EXPECT_EQ(l.fragments[0].real, 30u);
+  EXPECT_EQ(l.fragments[0].padded, 2 * kWireBlock);
+  EXPECT_EQ(l.fragments[1].real, 0u);
+  EXPECT_EQ(l.fragments[1].padded, 0u);
+  EXPECT_EQ(l.fragments[1].share, 0u);
+  EXPECT_EQ(l.packed_size, 2 * kWireBlock);
+  OuterLayout m = outer_layout(20, {0, 20, 0}, 3, 1, 2, 3);  // the middle layers only
+  EXPECT_EQ(m.fragments[0].padded, 0u);
+  EXPECT_EQ(m.fragments[1].real, 20u);
+  EXPECT_EQ(m.fragments[1].padded, 2 * kWireBlock);  // g 2: two shares of a block
+  EXPECT_EQ(m.fragments[2].padded, 0u);
+}
+
 // Fragment p is exchanged at (p+1)·H/F + k·H: spread over H, the last one at H.
 TEST(OuterLayout, Schedule) {
   OuterLayout l = outer_layout(400, {100, 100, 100, 100}, 4, 2, 1, 10);
@@ -117,7 +134,6 @@ TEST(OuterLayout, Schedule) {
 TEST(OuterLayout, CutsThatCannotWork) {
   EXPECT_THROW(outer_layout(0, {}, 1, 1, 1, 1), InvalidArgument);
   EXPECT_THROW(outer_layout(10, {4, 5}, 1, 1, 1, 1), InvalidArgument);     // sums to 9
-  EXPECT_THROW(outer_layout(10, {10, 0}, 1, 1, 1, 1), InvalidArgument);    // empty segment
   EXPECT_THROW(outer_layout(10, {5, 5}, 3, 1, 1, 4), InvalidArgument);     // F > segments
   EXPECT_THROW(outer_layout(10, {5, 5}, 0, 1, 1, 4), InvalidArgument);
 }

@@ -108,13 +108,7 @@ TEST(Diloco, ResumeContinuesTheSameCurve) {
   resume.insert(resume.end(), {"--resume", dir});
   TrainRun second = run_train(4, args(20, resume));
   ASSERT_TRUE(second.ok()) << second.describe();
-  ASSERT_EQ(second.loss.begin()->first, 13) << second.describe();
-  for (int s = 1; s <= 20; ++s) {
-    const TrainRun& part = s <= 12 ? first : second;
-    ASSERT_TRUE(part.loss.count(s)) << "step " << s;
-    EXPECT_EQ(part.loss.at(s), full.loss.at(s)) << "step " << s;
-  }
-  EXPECT_EQ(second.val_loss.at(20), full.val_loss.at(20));
+  train_test::expect_resumed_bitwise(first, second, full, 12);
   expect_one_checksum(second, 4);
   EXPECT_EQ(second.checksums[0], full.checksums[0]) << "final parameters differ from the uninterrupted run";
   std::cout << "DiLoCo fp4 F=2 tau=1 zero 1: stopped at 12, resumed to 20; losses and parameters bitwise equal "

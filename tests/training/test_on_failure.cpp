@@ -16,11 +16,14 @@
 #include "failure_job.hpp"
 #include "train_proc.hpp"
 
+using train_test::losses;
 using train_test::rel_diff;
 
 namespace {
 
 constexpr int kSteps = 60;
+
+
 
 std::vector<std::string> model_args() {
   return {"--data",      STRATA_DATA_PATH, "--layers",     "2",   "--heads",        "4",
@@ -28,20 +31,6 @@ std::vector<std::string> model_args() {
           "--steps",     std::to_string(kSteps), "--warmup", "5", "--lr",           "3e-3",
           "--eval-every", "20",            "--eval-batches", "2", "--sample-len",   "0",
           "--bucket-mb", "0.01",           "--threads",    "1"};
-}
-
-// "step N/M | loss X" and "step N | val loss X" lines of one output, keyed "N" and "vN".
-std::map<std::string, std::string> losses(const std::string& out) {
-  std::map<std::string, std::string> m;
-  std::istringstream in(out);
-  std::string line;
-  while (std::getline(in, line)) {
-    int step = 0;
-    char buf[64];
-    if (std::sscanf(line.c_str(), "step %d/%*d | loss %63s", &step, buf) == 2) m[std::to_string(step)] = buf;
-    if (std::sscanf(line.c_str(), "step %d | val loss %63s", &step, buf) == 2) m["v" + std::to_string(step)] = buf;
-  }
-  return m;
 }
 
 void kill_one_and_compare(int victim) {
@@ -122,16 +111,102 @@ TEST(OnFailureShrink, KilledRankTheOthersStayOnTheSerialCurve) { kill_one_and_co
 // Rank 0 prints the progress: after it dies, rank 0 of the survivors (rank 1) does.
 TEST(OnFailureShrink, KilledRankZeroTheOthersStayOnTheSerialCurve) { kill_one_and_compare(0); }
 
-TEST(OnFailureShrink, RefusedWhereARankHoldsWhatNoOtherDoes) {
+// tp 2 x pp 2 x dp 2 (ZeRO-1) on 8 ranks, a checkpoint every 5 steps; a rank is SIGKILLed
+// once rank 0 has printed step 7. What it held is gone, so the 7 survivors go back to the
+// last checkpoint (step 5, or a later one if the test read the line late) on the largest
+// layout that fits them, tp 2 x pp 2 x dp 1 on 4 ranks (the other 3 leave), and must print
+// the losses of a fresh tp 2 x pp 2 run resumed from that checkpoint, which an
+// uninterrupted run stopped at that step writes (bit for bit: the run is deterministic).
+void back_to_the_checkpoint_after_killing(int victim) {
+  constexpr int kRanks = 8, kEnd = 20;
+  const size_t kVictim = static_cast<size_t>(victim);
+  std::vector<std::string> model = {"--data",     STRATA_DATA_PATH, "--layers", "2",   "--heads",    "4",
+                                    "--dim",      "32",             "--ctx",    "16",  "--batch",    "8",
+                                    "--steps",    std::to_string(kEnd), "--warmup", "5", "--lr",     "3e-3",
+                                    "--eval-every", "10",           "--eval-batches", "2", "--sample-len", "0",
+                                    "--bucket-mb", "0.01",          "--threads", "1",  "--tp",       "2",
+                                    "--pp",       "2",              "--microbatches", "4"};
+  const std::string ckpt = train_test::make_temp_dir("relayout"), ref_dir = train_test::make_temp_dir("relayout-ref");
+
+  std::vector<std::string> argv{STRATA_TRAIN_PATH};
+  for (const std::string& a : model) argv.push_back(a);
+  argv.insert(argv.end(), {"--zero", "1", "--save", ckpt, "--save-every", "5", "--on-failure", "shrink"});
+  strata_test::JobSpecs js = strata_test::job_specs(argv, kRanks, {{"STRATA_TIMEOUT", "20"}}, {});
+  std::vector<strata_test::Process> ranks;
+  for (const auto& spec : js.ranks) ranks.emplace_back(spec);
+  ASSERT_TRUE(ranks[0].wait_for_output("step     7/", 90)) << "no step 7";
+  const double killed_at = strata_test::now_s();
+  kill(-ranks[kVictim].pid(), SIGKILL);
+  // The first survivor prints where the survivors go on once they have reloaded the checkpoint.
+  EXPECT_TRUE(ranks[victim == 0 ? 1 : 0].wait_for_output("go on as", 60));
+  const double recovered_s = strata_test::now_s() - killed_at;
+  std::vector<strata_test::ProcResult> res;
+  for (auto& p : ranks) res.push_back(p.finish(90));
+  strata::remove_job_segments(js.secret);
+  std::string all;
+  for (size_t r = 0; r < res.size(); ++r) all += "---- rank " + std::to_string(r) + ": " + res[r].describe() + "\n" + res[r].out + res[r].err;
+  train_test::remove_tree(ckpt);
+
+  EXPECT_EQ(res[kVictim].term_signal, SIGKILL) << all;
+  std::vector<std::string> went_on, left;
+  // The last value printed for each step: the victim printed the first ones if it was rank 0.
+  std::map<std::string, std::string> got = losses(res[kVictim].out);
+  for (int r = 0; r < kRanks; ++r) {
+    if (r == victim) continue;
+    EXPECT_TRUE(res[r].exited && res[r].exit_code == 0) << "rank " << r << ": " << res[r].describe() << "\n" << all;
+    for (const std::string& l : strata_test::lines_containing(res[r].out, "go on as")) went_on.push_back(l);
+    for (const std::string& l : strata_test::lines_containing(res[r].out, "it leaves")) left.push_back(l);
+    for (auto& [k, v] : losses(res[r].out)) got[k] = v;
+  }
+  ASSERT_EQ(went_on.size(), 1u) << all;
+  EXPECT_NE(went_on[0].find("rank " + std::to_string(victim) + " failed; 7 ranks left, 4 go on as tp 2 x pp 2 x dp 1"),
+            std::string::npos) << went_on[0];
+  int at = 0;
+  ASSERT_NE(went_on[0].find("from the checkpoint of step "), std::string::npos) << went_on[0];
+  std::sscanf(went_on[0].c_str() + went_on[0].find("from the checkpoint of step "), "from the checkpoint of step %d", &at);
+  EXPECT_TRUE(at >= 5 && at % 5 == 0) << went_on[0];
+  EXPECT_EQ(left.size(), 3u) << all;
+
+  const train_test::TrainRun first = train_test::run_train(
+      kRanks, train_test::plus(model, {"--zero", "1", "--stop-at", std::to_string(at), "--save", ref_dir}));
+  ASSERT_TRUE(first.ok()) << first.describe();
+  const train_test::TrainRun resumed = train_test::run_train(4, train_test::plus(model, {"--resume", ref_dir}));
+  ASSERT_TRUE(resumed.ok()) << resumed.describe();
+  train_test::remove_tree(ref_dir);
+  double worst = 0;
+  for (int step = 1; step <= kEnd; ++step) {
+    const train_test::TrainRun& ref = step <= at ? first : resumed;
+    ASSERT_TRUE(got.count(std::to_string(step))) << "no loss for step " << step << "\n" << all;
+    const double d = rel_diff(got[std::to_string(step)], ref.loss.at(step));
+    worst = std::max(worst, d);
+    EXPECT_LE(d, 1e-5) << "step " << step << ": " << got[std::to_string(step)] << " vs " << ref.loss.at(step);
+  }
+  for (const auto& [step, loss] : resumed.val_loss) {
+    if (step <= at) continue;
+    ASSERT_TRUE(got.count("v" + std::to_string(step))) << "no validation at step " << step << "\n" << all;
+    EXPECT_LE(rel_diff(got["v" + std::to_string(step)], loss), 1e-5) << "validation at step " << step;
+  }
+  std::cout << went_on[0] << "\n" << left.size() << " survivors left the job; losses 1-" << at
+            << " against the uninterrupted run, " << at + 1 << "-" << kEnd << " against tp 2 x pp 2 resumed from its checkpoint: worst relative " << worst
+            << "; from the kill to the survivors going on: " << recovered_s << " s\n";
+}
+
+TEST(OnFailureShrink, ModelParallelGoesBackToTheCheckpointOnFewerRanks) { back_to_the_checkpoint_after_killing(5); }
+
+// Rank 0 prints and writes the checkpoints: rank 1 takes both over.
+TEST(OnFailureShrink, ModelParallelGoesBackToTheCheckpointWithoutRankZero) { back_to_the_checkpoint_after_killing(0); }
+
+// Where a rank holds what no other does, the survivors need a checkpoint to go back to.
+TEST(OnFailureShrink, RefusedWithoutACheckpointToGoBackTo) {
   struct Bad {
     std::vector<std::string> args;
     std::string says;
   };
-  for (const Bad& b : std::vector<Bad>{{{"--tp", "2"}, "--tp or --pp above 1"},
-                                       {{"--pp", "2"}, "--tp or --pp above 1"},
-                                       {{"--zero", "1"}, "needs --zero 0: under ZeRO-1"},
-                                       {{"--zero", "2"}, "optimizer state and gradients"},
-                                       {{"--diloco-h", "10", "--islands", "2"}, "does not combine with --diloco-h"}}) {
+  for (const Bad& b : std::vector<Bad>{{{"--tp", "2"}, "with --tp or --pp above 1 goes on from the last checkpoint"},
+                                       {{"--pp", "2"}, "with --tp or --pp above 1 goes on from the last checkpoint"},
+                                       {{"--zero", "1"}, "with --zero 1 goes on from the last checkpoint"},
+                                       {{"--zero", "2"}, "it needs --save DIR"},
+                                       {{"--diloco-h", "10", "--islands", "2"}, "--on-failure continue lets"}}) {
     std::vector<std::string> args = model_args();
     args.insert(args.end(), b.args.begin(), b.args.end());
     args.insert(args.end(), {"--on-failure", "shrink"});

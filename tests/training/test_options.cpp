@@ -115,6 +115,8 @@ TEST(Options, DilocoValuesAndMistakes) {
       {{"--diloco-h", "10", "--islands", "2", "--fragments", "7"}, "--fragments 7 but the model has 6 layer groups"},
       {{"--diloco-h", "3", "--islands", "2", "--fragments", "4"}, "--fragments 4 is more than --diloco-h 3"},
       {{"--diloco-h", "10", "--islands", "2", "--overlap", "10"}, "--overlap 10 must be below --diloco-h 10"},
+      {{"--tp", "2", "--diloco-h", "10", "--islands", "4"}, "--islands 4 does not divide --dp 2"},
+      {{"--on-failure", "continue"}, "--on-failure continue is for DiLoCo's islands"},
   };
   for (const auto& [args, message] : invalid) {
     Options x = parse(args);

@@ -27,7 +27,7 @@ namespace st = strata::train;
 
 namespace {
 
-constexpr double kLossRel = 1e-5;
+using train_test::kLossRel;
 // Gathered state: |parallel - serial| <= kAbs + kRel |serial| for every Adam moment and
 // for all but one parameter in kFew. Adam divides each gradient by its own running scale,
 // so where a gradient is tiny (a hidden unit that is almost never active) the rounding
@@ -49,17 +49,8 @@ std::vector<std::string> model_args(int layers) {
           "--bucket-mb", "0.01",           "--threads",      "1"};
 }
 
-std::vector<std::string> split_words(const std::string& s) {
-  std::istringstream in(s);
-  std::vector<std::string> out;
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
-
-struct TempDir {
-  std::string path = train_test::make_temp_dir("parallel");
-  ~TempDir() { train_test::remove_tree(path); }
-};
+using train_test::split_words;
+using train_test::TempDir;
 
 // Linear warmup over 5 steps to 3e-3, then a cosine to a tenth at step 20 (model_args).
 double sum_of_learning_rates(int steps) {

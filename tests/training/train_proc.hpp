@@ -15,14 +15,21 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "tests/common/process.hpp"
 
 namespace train_test {
+
+// Golden runs: a layout that only changes the order of reductions gives the reference's
+// printed losses within this relative difference.
+inline constexpr double kLossRel = 1e-5;
 
 // A rank's closing line under model parallelism: where it sits and what it holds.
 struct RankEnd {
   int tp = 0, pp = 0, dp = 0;
   std::string checksum, replicated;
+  std::string tied;  // the rank's piece of the tied embedding, where it holds one
 };
 
 struct TrainRun {
@@ -69,6 +76,8 @@ inline TrainRun run_train(int ranks, const std::vector<std::string>& args, doubl
                       &e.tp, &e.pp, &e.dp, rep) == 4) {
         e.checksum = buf;
         e.replicated = rep;
+        if (const size_t at = line.find("| tied embedding "); at != std::string::npos)
+          e.tied = line.substr(at + 17, 16);
         r.ranks.push_back(e);
       }
     }
@@ -76,6 +85,21 @@ inline TrainRun run_train(int ranks, const std::vector<std::string>& args, doubl
       r.outer.push_back(line);
   }
   return r;
+}
+
+// "step N/M | loss X" and "step N | val loss X" lines of one rank's output, keyed "N" and
+// "vN" (a step printed twice keeps its last value).
+inline std::map<std::string, std::string> losses(const std::string& out) {
+  std::map<std::string, std::string> m;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    int step = 0;
+    char buf[64];
+    if (std::sscanf(line.c_str(), "step %d/%*d | loss %63s", &step, buf) == 2) m[std::to_string(step)] = buf;
+    if (std::sscanf(line.c_str(), "step %d | val loss %63s", &step, buf) == 2) m["v" + std::to_string(step)] = buf;
+  }
+  return m;
 }
 
 inline std::vector<std::string> plus(std::vector<std::string> a, const std::vector<std::string>& b) {
@@ -94,6 +118,35 @@ inline std::string make_temp_dir(const std::string& tag) {
   std::vector<char> b(t.begin(), t.end());
   b.push_back('\0');
   return mkdtemp(b.data()) ? std::string(b.data()) : std::string();
+}
+
+inline void remove_tree(const std::string& dir);
+
+// A temporary directory, removed with everything in it at the end of the scope.
+struct TempDir {
+  std::string path;
+  explicit TempDir(const std::string& tag = "run") : path(make_temp_dir(tag)) {}
+  ~TempDir() { remove_tree(path); }
+};
+
+// "--tp 2 --pp 2" -> {"--tp", "2", "--pp", "2"}
+inline std::vector<std::string> split_words(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+// A run stopped after step `stop` (`first`) and resumed to the end (`second`) printed the
+// uninterrupted run's losses, bit for bit, and its last validation loss.
+inline void expect_resumed_bitwise(const TrainRun& first, const TrainRun& second, const TrainRun& full, int stop) {
+  ASSERT_EQ(second.loss.begin()->first, stop + 1) << second.describe();
+  for (const auto& [s, loss] : full.loss) {
+    const TrainRun& part = s <= stop ? first : second;
+    ASSERT_TRUE(part.loss.count(s)) << "step " << s;
+    EXPECT_EQ(part.loss.at(s), loss) << "step " << s;
+  }
+  EXPECT_EQ(second.val_loss.rbegin()->second, full.val_loss.rbegin()->second);
 }
 
 inline std::string read_file(const std::string& path) {

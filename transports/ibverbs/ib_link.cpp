@@ -27,13 +27,20 @@ IbLink::~IbLink() = default;
 
 void IbLink::post_send(const void* buf, size_t bytes) {
   char* p = const_cast<char*>(static_cast<const char*>(buf));
-  for (size_t off = 0; off < bytes; off += chunk_) sends_.push_back({p + off, std::min(chunk_, bytes - off), {}});
+  for (size_t off = 0; off < bytes; off += chunk_) sends_.push_back({p + off, std::min(chunk_, bytes - off), {}, sends_posted_});
+  ++sends_posted_;
 }
 
 void IbLink::post_recv(void* buf, size_t bytes, const Reduction& reduce) {
   char* p = static_cast<char*>(buf);
   for (size_t off = 0; off < bytes; off += chunk_)
-    recvs_.push_back({p + off, std::min(chunk_, bytes - off), reduce ? reduce.from(off) : Reduction{}});
+    recvs_.push_back({p + off, std::min(chunk_, bytes - off), reduce ? reduce.from(off) : Reduction{}, recvs_posted_});
+  ++recvs_posted_;
+}
+
+Link::Outstanding IbLink::outstanding() const {
+  return {static_cast<size_t>(sends_posted_ - (sends_.empty() ? sends_posted_ : sends_.front().transfer)),
+          static_cast<size_t>(recvs_posted_ - (recvs_.empty() ? recvs_posted_ : recvs_.front().transfer))};
 }
 
 void IbLink::fail(const Pair& p, const std::string& what) const {

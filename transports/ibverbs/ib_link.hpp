@@ -61,6 +61,9 @@ class IbLink final : public Link {
   void post_recv(void* buf, size_t bytes, const Reduction& reduce) override;
   bool progress() override;
   bool idle() const override;
+  // A send is done once its last chunk is in a send slot, a receive once its last chunk is
+  // out of the ring.
+  Outstanding outstanding() const override;
 
  private:
   struct Pair {
@@ -75,6 +78,7 @@ class IbLink final : public Link {
     char* buf;
     size_t len;
     Reduction reduce;
+    uint64_t transfer;  // which transfer of its direction it belongs to
   };
   [[noreturn]] void fail(const Pair& p, const std::string& what) const;
   bool poll_all();
@@ -86,6 +90,7 @@ class IbLink final : public Link {
   size_t chunk_;
   std::deque<Chunk> sends_, recvs_;
   uint64_t send_seq_ = 0, recv_seq_ = 0;
+  uint64_t sends_posted_ = 0, recvs_posted_ = 0;  // transfers
 };
 
 }  // namespace strata::ibverbs

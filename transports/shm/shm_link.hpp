@@ -87,6 +87,7 @@ template <class T>
 class TransferQueue {
  public:
   bool empty() const { return head_ == items_.size(); }
+  size_t size() const { return items_.size() - head_; }
   T& front() { return items_[head_]; }
   size_t front_index() const { return head_; }
   size_t push_back(const T& t) {
@@ -114,6 +115,8 @@ class ShmLink final : public Link {
   void post_recv(void* buf, size_t bytes, const Reduction& reduce) override;
   bool progress() override;
   bool idle() const override { return sends_.empty() && recvs_.empty(); }
+  // A forwarding receive's send counts as a send (the engine posts none on device memory).
+  Outstanding outstanding() const override { return {sends_.size(), recvs_.size()}; }
 
  private:
   struct Transfer {

@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -27,16 +28,21 @@ void TcpLink::post_send(const void* buf, size_t bytes) {
   int n = static_cast<int>(streams_.size());
   for (int i = 0; i < n; ++i) {
     Stripe s = stripe_part(bytes, n, i);
-    if (s.bytes) streams_[i].sends.push_back({const_cast<char*>(static_cast<const char*>(buf)) + s.offset, s.bytes, 0, {}});
+    if (s.bytes)
+      streams_[i].sends.push_back({const_cast<char*>(static_cast<const char*>(buf)) + s.offset, s.bytes, 0, {}, sends_posted_});
   }
+  ++sends_posted_;
 }
 
 void TcpLink::post_recv(void* buf, size_t bytes, const Reduction& reduce) {
   int n = static_cast<int>(streams_.size());
   for (int i = 0; i < n; ++i) {
     Stripe s = stripe_part(bytes, n, i);
-    if (s.bytes) streams_[i].recvs.push_back({static_cast<char*>(buf) + s.offset, s.bytes, 0, reduce ? reduce.from(s.offset) : Reduction{}});
+    if (s.bytes)
+      streams_[i].recvs.push_back(
+          {static_cast<char*>(buf) + s.offset, s.bytes, 0, reduce ? reduce.from(s.offset) : Reduction{}, recvs_posted_});
   }
+  ++recvs_posted_;
 }
 
 void TcpLink::fail(const char* what, int err) const {
@@ -109,6 +115,19 @@ bool TcpLink::idle() const {
   for (const Stream& s : streams_)
     if (!s.sends.empty() || !s.recvs.empty()) return false;
   return true;
+}
+
+uint64_t TcpLink::first_incomplete(bool sends) const {
+  uint64_t first = sends ? sends_posted_ : recvs_posted_;
+  for (const Stream& s : streams_) {
+    const std::deque<Piece>& q = sends ? s.sends : s.recvs;
+    if (!q.empty()) first = std::min(first, q.front().transfer);
+  }
+  return first;
+}
+
+Link::Outstanding TcpLink::outstanding() const {
+  return {static_cast<size_t>(sends_posted_ - first_incomplete(true)), static_cast<size_t>(recvs_posted_ - first_incomplete(false))};
 }
 
 void TcpLink::wait_fds(std::vector<pollfd>& out) const {

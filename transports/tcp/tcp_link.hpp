@@ -18,12 +18,14 @@ class TcpLink final : public Link {
   bool progress() override;
   bool idle() const override;
   void wait_fds(std::vector<pollfd>& out) const override;
+  Outstanding outstanding() const override;
 
  private:
   struct Piece {
     char* buf;
     size_t len, done;
     Reduction reduce;
+    uint64_t transfer;  // which transfer of its direction (they are striped over the streams)
   };
   struct Stream {
     net::Fd fd;
@@ -35,6 +37,10 @@ class TcpLink final : public Link {
   bool recv_some(Stream& s);
   [[noreturn]] void fail(const char* what, int err) const;
 
+  // The transfers of each direction posted so far; the oldest one still in some stream
+  // is the first not done.
+  uint64_t first_incomplete(bool sends) const;
+  uint64_t sends_posted_ = 0, recvs_posted_ = 0;
   std::vector<Stream> streams_;
 };
 

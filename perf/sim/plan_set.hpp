@@ -1,0 +1,80 @@
+// Every rank's plan for one call, built by the library's own algorithms (the tuner's
+// choice, or a forced algorithm as STRATA_ALGO forces it), kept in the compact form the
+// replay needs: per round the local work in seconds and the transfers in posting order.
+// A rank's Plan is dropped as soon as it is compacted, so 16,384 ranks' plans are never
+// held at once.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithms.hpp"
+#include "cluster.hpp"
+#include "strata/types.hpp"
+
+namespace strata::sim {
+
+struct SimCall {
+  Collective coll = Collective::all_reduce;
+  size_t count = 0;  // the API's count (per rank for reduce_scatter / all_gather)
+  DataType type = DataType::float32;
+  ReduceOp op = ReduceOp::sum;
+  int root = 0;
+  bool in_place = false;
+};
+
+// What the library would pass its plan builders on rank `rank` (chunk: STRATA_CHUNK_BYTES'
+// default; forward: two ranks over a link that forwards, an op without finalize). With
+// `members`, for a communicator of those ranks of the cluster (h: theirs), `rank` its
+// index there.
+CollArgs coll_args(const Cluster& c, const Hierarchy& h, const SimCall& call, int rank,
+                   const std::vector<int>* members = nullptr);
+
+// The algorithm the library runs: `forced` where it implements the collective (else an
+// error), otherwise the tuner's choice, with the tuner's chain chunk.
+struct PlanChoice {
+  Algo algo = Algo::ring;
+  bool forced = false;
+  double predicted_s = 0;  // the tuner's model
+  size_t chunk_count = 1;
+};
+PlanChoice choose(const Cluster& c, const Hierarchy& h, const SimCall& call, std::optional<Algo> forced,
+                  const std::vector<int>* members = nullptr);
+
+struct PlanSet {
+  enum Kind : uint8_t { send, recv, forward };  // forward: the send half of recv_reduce_send
+  struct Xfer {
+    uint64_t bytes;
+    uint32_t dir;  // index into dirs: (sender, receiver)
+    Kind kind;     // recv_reduce_send is a recv followed by a forward
+  };
+  struct Round {
+    uint64_t first;  // first transfer
+    double local_s;  // the round's copy, reduce and finalize steps, before its transfers
+  };
+  struct Dir {
+    int from, to;
+    int32_t reverse;  // the direction to -> from, or -1
+  };
+  std::vector<Xfer> xfers;
+  std::vector<Round> rounds;       // every rank's, one after another, then a sentinel
+  std::vector<uint64_t> rank_first;  // each rank's first round, then a sentinel
+  std::vector<Dir> dirs;
+  PlanChoice choice;
+  std::string algo;  // the plan's own name (hierarchical falls back to ring where it does not apply)
+  size_t steps = 0;  // plan steps over all ranks
+  size_t largest_plan_bytes = 0;  // the biggest Plan held while building
+
+  int nranks() const { return static_cast<int>(rank_first.size()) - 1; }
+  size_t rounds_of(int r) const { return rank_first[r + 1] - rank_first[r]; }
+  size_t memory_bytes() const;
+};
+
+PlanSet build_plan_set(const Cluster& c, const Hierarchy& h, const SimCall& call, const PlanChoice& choice);
+// The same from any plans: `plan_of(r)` is rank r's (tests give hand-made ones).
+PlanSet compact_plans(const Cluster& c, const SimCall& call, const std::function<Plan(int)>& plan_of);
+
+}  // namespace strata::sim
