@@ -138,6 +138,7 @@ Hierarchy build_hierarchy(const std::vector<std::string>& hosts, const std::vect
     h.levels.push_back(l);
   }
   h.top = model_for("top", h.levels.size() > 1 ? LinkModel{100e-6, 0.125e9} : net);
+  h.device = model_for("device", h.device);
   return h;
 }
 

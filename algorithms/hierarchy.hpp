@@ -14,6 +14,11 @@ struct LinkModel {
   double bandwidth_Bps;  // 1/beta: per byte
 };
 
+// Device buffers of one node (the IPC link), unless STRATA_LINK_MODEL's "device" says
+// otherwise: about a copy engine's latency as the host sees it (a task queued, its event
+// polled) and a copy rate between device buffers. Not yet measured on a GPU (docs/gpu.md).
+inline constexpr LinkModel kDefaultDeviceLink{10e-6, 150e9};
+
 struct Level {
   std::string name;        // "node", "rack", "island", ...
   std::vector<int> group;  // group index of every rank at this level (0..ngroups-1, by first rank)
@@ -25,6 +30,9 @@ struct Hierarchy {
   int nranks = 1;
   std::vector<Level> levels;  // levels[0] = node; groups of level i+1 are unions of level-i groups
   LinkModel top;              // links between the outermost groups
+  // Links between device buffers of one node (the IPC link): STRATA_LINK_MODEL's "device";
+  // the tuner uses it in place of the node level's for calls on device memory.
+  LinkModel device = kDefaultDeviceLink;
   bool oversubscribed = false;  // some machine runs more ranks than it gives them CPUs
 
   // The ranks of rank r's group at level i, in rank order.
@@ -55,7 +63,7 @@ inline constexpr LinkModel kShmLink{0.5e-6, 3e9}, kHostTcpLink{5e-6, 2e9}, kNetL
 // Builds the hierarchy from each rank's host identity and the spec. Link models come from
 // defaults (shared memory inside a node, or tcp when `node_over_tcp`; network above) or
 // STRATA_LINK_MODEL ("node:1us:6GB,island:500us:0.125GB", names as levels, "top" for the
-// outermost links).
+// outermost links, "device" for device buffers inside a node).
 Hierarchy build_hierarchy(const std::vector<std::string>& hosts, const std::vector<LevelSpec>& spec,
                           const std::string& link_model_spec, bool node_over_tcp = false);
 

@@ -15,9 +15,14 @@ namespace {
 // share a core (oversubscribed) evict each other's data: from memory, whatever the size.
 constexpr double kReduceBps = 4e9, kReduceInCacheBps = 16e9;
 constexpr double kCacheBytes = 1 << 20;
+// On device memory a local pass runs at the device link's rate (Hierarchy::device), cache aside.
 struct Pass {
-  bool cached;  // a pass this small finds its operands in cache
-  double operator()(double bytes) const { return bytes / (cached && bytes <= kCacheBytes ? kReduceInCacheBps : kReduceBps); }
+  bool cached;             // a pass this small finds its operands in cache
+  double device_Bps = 0;   // > 0: a pass over device memory
+  double operator()(double bytes) const {
+    if (device_Bps > 0) return bytes / device_Bps;
+    return bytes / (cached && bytes <= kCacheBytes ? kReduceInCacheBps : kReduceBps);
+  }
 };
 
 // With more ranks than CPUs a message waits for the scheduler to run its receiver: the
@@ -131,8 +136,16 @@ double predict(Algo algo, const CollArgs& a) {
     one_host.nranks = a.nranks;
     one_host.levels.push_back({"node", std::vector<int>(static_cast<size_t>(a.nranks), 0), 1, kShmLink});
   }
-  const Hierarchy& h = a.hier ? *a.hier : one_host;
-  const Pass reduce_s{!h.oversubscribed};
+  // Device buffers inside a node move over the device link (IPC); above it, staged
+  // through host memory over the same network as host buffers.
+  Hierarchy on_device;
+  const bool device = a.memory == MemoryKind::device;
+  if (device) {
+    on_device = a.hier ? *a.hier : one_host;
+    if (!on_device.levels.empty()) on_device.levels[0].link = on_device.device;
+  }
+  const Hierarchy& h = device ? on_device : a.hier ? *a.hier : one_host;
+  const Pass reduce_s{!h.oversubscribed, device ? h.device.bandwidth_Bps : 0};
   const int n = a.nranks;
   double bytes = static_cast<double>(a.count) * a.elem_size;
   if (a.coll == Collective::reduce_scatter || a.coll == Collective::all_gather || a.coll == Collective::all_to_all)
@@ -169,8 +182,14 @@ double predict(Algo algo, const CollArgs& a) {
 
 Choice tune(const CollArgs& a) {
   Choice best{default_algo(a), HUGE_VAL, 0};
+  // A device all_reduce inside one node is one-shot (direct: every rank reduces every
+  // rank's data in rank order, so the results are bit-identical on every rank) while the
+  // device link's latency dominates, and the ring once bandwidth does.
+  const bool device_node = a.memory == MemoryKind::device && a.coll == Collective::all_reduce &&
+                           (!a.hier || a.hier->levels.empty() || a.hier->levels[0].ngroups == 1);
   for (Algo algo : kAllAlgos) {
     if (!supports(algo, a.coll) || (algo == Algo::hierarchical && !hierarchy_splits(a))) continue;
+    if (device_node && algo != Algo::direct && algo != Algo::ring) continue;
     // A pipelined chain needs every rank of it copying at once. With more ranks than CPUs
     // each chunk's hand-off waits for the scheduler: broadcast on 4 ranks sharing 2 cores
     // ran 1.2-4x faster as a tree than as the tuned chain, 32 KiB-8 MiB (docs/benchmarks.md).

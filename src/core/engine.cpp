@@ -65,6 +65,7 @@ void Engine::execute(const Plan& plan, const Call& call, void* scratch, std::uni
   const auto t0 = stores ? Clock::now() : Clock::time_point{};
   try {
     for (size_t r = 0; r < plan.rounds(); ++r) run_round(plan, r, run);
+    if (run.unsettled) run.exec.settle();  // the call's results are there when it returns
     if (stores) stores->record(streaming, std::chrono::duration<double>(Clock::now() - t0).count());
   } catch (...) {
     control_.fail_call(std::current_exception());
