@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "algorithms/hierarchy.hpp"
+#include "ground/memory_kind.hpp"
 #include "ground/plan.hpp"
 #include "strata/collective.hpp"
 
@@ -34,6 +35,7 @@ struct CollArgs {
   // The links forward reductions and the op has no finalize step: plans may use
   // recv_reduce_send. Every rank of the call must see the same value.
   bool forward = false;
+  MemoryKind memory = MemoryKind::host;  // the tuner's link models depend on it
 };
 
 // Power-of-two folding, as recursive doubling and Rabenseifner use it: the ranks taking

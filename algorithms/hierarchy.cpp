@@ -104,17 +104,15 @@ std::vector<int> number_groups(const std::vector<std::string>& keys, int* ngroup
 }  // namespace
 
 Hierarchy build_hierarchy(const std::vector<std::string>& hosts, const std::vector<LevelSpec>& spec,
-                          const std::string& link_model_spec) {
+                          const std::string& link_model_spec, bool node_over_tcp) {
   Hierarchy h;
   h.nranks = static_cast<int>(hosts.size());
-  // Defaults: shared memory inside a node (about half this machine's copy rate: data is
-  // copied in and read out), a 10 Gbit/s network above it, and a slower one between islands.
   auto models = parse_link_models(link_model_spec);
   auto model_for = [&](const std::string& name, LinkModel fallback) {
     auto it = models.find(name);
     return it == models.end() ? fallback : it->second;
   };
-  const LinkModel shm{2e-6, 3e9}, net{30e-6, 1.25e9};
+  const LinkModel in_node = node_over_tcp ? kHostTcpLink : kShmLink, net = kNetLink;
 
   Level node;
   node.name = "node";
@@ -127,7 +125,7 @@ Hierarchy build_hierarchy(const std::vector<std::string>& hosts, const std::vect
   } else {
     node.group = number_groups(hosts, &node.ngroups);
   }
-  node.link = model_for("node", shm);
+  node.link = model_for("node", in_node);
   h.levels.push_back(node);
   for (; next < spec.size(); ++next) {
     const Level& below = h.levels.back();
@@ -140,6 +138,7 @@ Hierarchy build_hierarchy(const std::vector<std::string>& hosts, const std::vect
     h.levels.push_back(l);
   }
   h.top = model_for("top", h.levels.size() > 1 ? LinkModel{100e-6, 0.125e9} : net);
+  h.device = model_for("device", h.device);
   return h;
 }
 

@@ -14,6 +14,11 @@ struct LinkModel {
   double bandwidth_Bps;  // 1/beta: per byte
 };
 
+// Device buffers of one node (the IPC link), unless STRATA_LINK_MODEL's "device" says
+// otherwise: about a copy engine's latency as the host sees it (a task queued, its event
+// polled) and a copy rate between device buffers. Not yet measured on a GPU (docs/gpu.md).
+inline constexpr LinkModel kDefaultDeviceLink{10e-6, 150e9};
+
 struct Level {
   std::string name;        // "node", "rack", "island", ...
   std::vector<int> group;  // group index of every rank at this level (0..ngroups-1, by first rank)
@@ -25,6 +30,9 @@ struct Hierarchy {
   int nranks = 1;
   std::vector<Level> levels;  // levels[0] = node; groups of level i+1 are unions of level-i groups
   LinkModel top;              // links between the outermost groups
+  // Links between device buffers of one node (the IPC link): STRATA_LINK_MODEL's "device";
+  // the tuner uses it in place of the node level's for calls on device memory.
+  LinkModel device = kDefaultDeviceLink;
   bool oversubscribed = false;  // some machine runs more ranks than it gives them CPUs
 
   // The ranks of rank r's group at level i, in rank order.
@@ -45,11 +53,19 @@ std::vector<LevelSpec> parse_hierarchy_spec(const std::string& spec);
 // Emulated node of `rank` when the spec sets node sizes, else -1.
 int emulated_node(const std::vector<LevelSpec>& spec, int rank);
 
+// The default link models. Shared memory: a message costs about 0.4 us between ranks on
+// two CPUs of the 2-vCPU VM (a two-rank 8 B all_reduce, direct: 0.35-0.5 us a call) and
+// its large copies run at about half the single-core copy rate (data in, then out). Tcp
+// between ranks of one host (STRATA_TRANSPORT=tcp): 6-10 us an 8 B all_reduce, about
+// 2 GB/s for 1 MiB there. A network between nodes: 10 Gbit/s. docs/benchmarks.md.
+inline constexpr LinkModel kShmLink{0.5e-6, 3e9}, kHostTcpLink{5e-6, 2e9}, kNetLink{30e-6, 1.25e9};
+
 // Builds the hierarchy from each rank's host identity and the spec. Link models come from
-// defaults (shared memory inside a node, network above) or STRATA_LINK_MODEL
-// ("node:1us:6GB,island:500us:0.125GB", names as levels, "top" for the outermost links).
+// defaults (shared memory inside a node, or tcp when `node_over_tcp`; network above) or
+// STRATA_LINK_MODEL ("node:1us:6GB,island:500us:0.125GB", names as levels, "top" for the
+// outermost links, "device" for device buffers inside a node).
 Hierarchy build_hierarchy(const std::vector<std::string>& hosts, const std::vector<LevelSpec>& spec,
-                          const std::string& link_model_spec);
+                          const std::string& link_model_spec, bool node_over_tcp = false);
 
 // The hierarchy of `members` (ranks of h, ascending) alone, numbered 0.. in that order:
 // each keeps its groups and the levels their link models (Comm::shrink).

@@ -1,8 +1,10 @@
 #include "ground/call.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include "ground/device/backend.hpp"
 #include "strata/error.hpp"
 
 namespace strata {
@@ -35,6 +37,29 @@ bool overlaps(const Call& k) {
   return s < r + k.geo.recv_count * esz && r < s + k.geo.send_count * esz;
 }
 
+// The kind of each buffer this rank uses (nullopt: unused or null), from `b`'s pointer query.
+struct BufferKinds {
+  std::optional<MemoryKind> send, recv;
+};
+BufferKinds kinds_of(const Call& k, device::Backend& b) {
+  auto kind = [&](const void* p, size_t used) -> std::optional<MemoryKind> {
+    if (!p || used == 0) return std::nullopt;
+    return b.memory().query(p).kind;
+  };
+  return {kind(k.send, k.geo.send_count), kind(k.recv, k.geo.recv_count)};
+}
+
+// Sets k.memory from its buffers, or the fault of buffers that do not fit the call.
+void classify_memory(Call& k, device::Backend& b, bool on_stream) {
+  const BufferKinds kinds = kinds_of(k, b);
+  const auto is = [](std::optional<MemoryKind> m, MemoryKind want) { return m && *m == want; };
+  const bool any_device = is(kinds.send, MemoryKind::device) || is(kinds.recv, MemoryKind::device);
+  const bool any_host = is(kinds.send, MemoryKind::host) || is(kinds.recv, MemoryKind::host);
+  if (any_device && any_host) k.fault = Fault::mixed_memory;
+  else if (on_stream && any_host) k.fault = Fault::not_device;
+  k.memory = on_stream || any_device ? MemoryKind::device : MemoryKind::host;
+}
+
 std::string range_text(int root, int nranks) {
   return std::to_string(root) + " is not a rank of this communicator (size " + std::to_string(nranks) + ")";
 }
@@ -50,6 +75,8 @@ const char* summary(Fault f) {
     case Fault::in_group: return "a collective inside group_start/group_end";
     case Fault::self_group: return "sends to itself that its receives from itself do not match";
     case Fault::mismatch: return "calls that differ between ranks (STRATA_CHECK)";
+    case Fault::mixed_memory: return "buffers of different memory kinds (host and device) in one call";
+    case Fault::not_device: return "a buffer that is not device memory in a call on a stream";
   }
   return "an unknown fault";
 }
@@ -62,7 +89,7 @@ void throw_fault(Fault f, const std::string& what) {
 }
 
 Call describe(Collective coll, const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root,
-              int rank, int nranks) {
+              int rank, int nranks, bool on_stream, void* stream) {
   const CollectiveInfo& info = strata::info(coll);
   if (!is_valid(type)) invalid(coll, "unknown data type " + std::to_string(static_cast<int>(type)));
   check_count(coll, count, type, nranks);
@@ -78,6 +105,8 @@ Call describe(Collective coll, const void* send, void* recv, size_t count, DataT
   k.type = type;
   k.op = info.has_op ? op : ReduceOp::sum;
   k.root = info.has_root ? root : 0;
+  k.stream = stream;
+  if (on_stream) k.memory = MemoryKind::device;
   if (!root_ok) {
     k.fault = Fault::bad_peer;
     return k;
@@ -86,6 +115,10 @@ Call describe(Collective coll, const void* send, void* recv, size_t count, DataT
   k.in_place = is_in_place(k.geo, send, recv, size_of(type));
   if (null_where_used(send, k.geo.send_count) || null_where_used(recv, k.geo.recv_count)) k.fault = Fault::null_buffer;
   else if (overlaps(k)) k.fault = Fault::overlap;
+  // A stream call needs the backend; without one, only a backend some earlier call loaded
+  // can have handed out device memory.
+  device::Backend* b = on_stream ? &device::require_backend(name(coll)) : device::loaded_backend();
+  if (b && k.fault == Fault::none) classify_memory(k, *b, on_stream);
   return k;
 }
 
@@ -100,6 +133,22 @@ std::string fault_message(const Call& k, int nranks) {
     case Fault::overlap: return call + "send and receive buffers overlap but are not in place";
     case Fault::bad_peer: return call + "peer " + range_text(k.root, nranks);
     case Fault::in_group: return call + "collectives cannot be called inside group_start/group_end";
+    case Fault::mixed_memory:
+    case Fault::not_device: {
+      device::Backend* b = device::loaded_backend();
+      const BufferKinds kinds = b ? kinds_of(k, *b) : BufferKinds{};
+      const auto text = [&](const char* which, const void* p, std::optional<MemoryKind> m) {
+        return std::string(which) + " " + device::address_text(p) + " is " +
+               (m == MemoryKind::device ? "device memory" : "host memory (or device memory already freed)");
+      };
+      const char* send_name = is_p2p(k.coll) ? "buffer" : "send buffer";
+      const char* recv_name = is_p2p(k.coll) ? "buffer" : "recv buffer";
+      std::string parts;
+      if (kinds.send) parts = text(send_name, k.send, kinds.send);
+      if (kinds.recv) parts += (parts.empty() ? "" : " and ") + text(recv_name, k.recv, kinds.recv);
+      return call + parts + (k.fault == Fault::mixed_memory ? ": a call's buffers must all be host or all device memory"
+                                                           : ", and a call on a stream takes device memory only");
+    }
     default: return call + summary(k.fault);
   }
 }

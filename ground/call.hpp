@@ -27,8 +27,10 @@ enum class Fault : uint8_t {
   in_group,     // a collective (or split) between group_start and group_end
   self_group,   // a group's sends to self and receives from self do not pair up
   mismatch,     // STRATA_CHECK: the ranks asked for different operations
+  mixed_memory, // the buffers this rank uses are of different memory kinds (host and device)
+  not_device,   // a call on a stream with a buffer that is not device memory (host, or freed)
 };
-inline constexpr int kNumFaults = 7;
+inline constexpr int kNumFaults = 9;
 // For the other ranks' messages: "a null buffer", ...
 const char* summary(Fault f);
 // The category a fault is reported as: invalid_usage for in_group, else invalid_argument.
@@ -42,8 +44,8 @@ struct Call {
   DataType type = DataType::uint8;
   ReduceOp op = ReduceOp::sum;
   int root = 0;  // broadcast, reduce: the root; send, recv: the peer
-  MemoryKind memory = MemoryKind::host;  // host only until the device path lands
-  void* stream = nullptr;  // the stream a device call is ordered on; unused for host memory
+  MemoryKind memory = MemoryKind::host;  // of the buffers this rank uses (describe() finds it)
+  void* stream = nullptr;  // the stream a device call is ordered on (nullptr: the default stream)
   // Derived by describe():
   Geometry geo;
   bool in_place = false;  // the buffers are the call's in-place form
@@ -58,8 +60,14 @@ struct Call {
 // (null buffers, overlapping buffers that are not the in-place form, a send/recv peer out
 // of range) is recorded in `fault` for the communicator to refuse everywhere. Arguments a
 // collective does not take are ignored.
+//
+// The memory kind comes from the buffers this rank uses. A call on a stream (`on_stream`)
+// loads the device backend and takes device buffers only (anything else: Fault::not_device);
+// a call without one asks only a backend already loaded (so a host-only process pays one
+// atomic load), and its buffers are then host memory, or device memory on the default
+// stream. Buffers of both kinds: Fault::mixed_memory.
 Call describe(Collective coll, const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root,
-              int rank, int nranks);
+              int rank, int nranks, bool on_stream = false, void* stream = nullptr);
 
 // This rank's message for the call's fault, naming the call and the argument.
 std::string fault_message(const Call& k, int nranks);

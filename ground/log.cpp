@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string>
 
 namespace strata::log {
@@ -16,14 +17,19 @@ namespace {
 // __tls_get_addr each time.
 [[gnu::tls_model("initial-exec")]] thread_local int tls_rank = -1;
 
+// A malformed STRATA_DEBUG is refused by every communicator's creation
+// (settings::check_all); a line logged before that, or by a tool that makes none, uses
+// the default and says so once. Not through write(): the level is not known yet.
 Level parse_level() {
-  auto v = settings::raw("STRATA_DEBUG");
-  if (!v) return Level::warn;
-  std::string s = *v;
-  for (char& c : s) c = static_cast<char>(toupper(c));
-  if (s == "NONE") return Level::none;
-  if (s == "INFO") return Level::info;
-  if (s == "TRACE") return Level::trace;
+  std::string v;
+  try {
+    v = settings::text("STRATA_DEBUG");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "STRATA WARN %s; logging at WARN\n", e.what());
+  }
+  if (v == "NONE") return Level::none;
+  if (v == "INFO") return Level::info;
+  if (v == "TRACE") return Level::trace;
   return Level::warn;
 }
 }  // namespace

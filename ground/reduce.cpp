@@ -10,6 +10,7 @@
 #include <string>
 
 #include "ground/device/functors.hpp"
+#include "ground/log.hpp"
 #include "ground/settings.hpp"
 
 namespace strata {
@@ -23,8 +24,16 @@ ReduceFn reduce_fn(DataType type, ReduceOp op);
 
 bool use_avx2() {
   // STRATA_REDUCE_ISA=generic forces the baseline kernels (for comparison and testing).
+  // A malformed value is refused by every communicator's creation (settings::check_all);
+  // here, read once by whatever reduces first, it falls back to the CPU's choice.
   static const bool yes = [] {
-    if (settings::text("STRATA_REDUCE_ISA") == "generic") return false;
+    std::string isa;
+    try {
+      isa = settings::text("STRATA_REDUCE_ISA");
+    } catch (const std::exception& e) {
+      STRATA_WARN("%s; choosing the kernels by CPU", e.what());
+    }
+    if (isa == "generic") return false;
     __builtin_cpu_init();
     // F16C from CPUID (leaf 1, ECX): clang's __builtin_cpu_supports does not know "f16c".
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;

@@ -38,8 +38,8 @@ constexpr Setting kTable[] = {
     {"STRATA_SECRET", T::text, 0, 0, 0, nullptr, L::communicator, "32 hex digits every connection must present"},
     // Bootstrap, logging, kernels.
     {"STRATA_SOCKET_IFNAME", T::text, 0, 0, 0, nullptr, L::communicator, "interface whose address get_unique_id() puts in the id"},
-    {"STRATA_DEBUG", T::text, 0, 0, 0, nullptr, L::process, "log level: NONE, WARN, INFO, TRACE"},
-    {"STRATA_REDUCE_ISA", T::text, 0, 0, 0, nullptr, L::process, "generic: the baseline reduction kernels instead of AVX2/F16C"},
+    {"STRATA_DEBUG", T::text, 0, 0, 0, "NONE|WARN|INFO|TRACE", L::process, "log level"},
+    {"STRATA_REDUCE_ISA", T::text, 0, 0, 0, "auto|generic", L::process, "generic: the baseline reduction kernels instead of AVX2/F16C (auto: by CPU)"},
     {"STRATA_TOPO_FILE", T::text, 0, 0, 0, nullptr, L::process, "an hwloc XML file to use as this host's topology"},
     // The device layer (ground/device/, docs/device.md).
     {"STRATA_DEVICE", T::text, 0, 0, 0, "auto|cuda|emulated|none", L::process, "device backend (auto: cuda where an NVIDIA driver and GPU exist, else none)"},
@@ -81,16 +81,16 @@ constexpr Setting kTable[] = {
      "tests: the device test_training's DeviceKernels run on (emulated; cuda on a GPU)"},
 };
 
-std::string range(const Setting& s) {
+std::string range(double lo, double hi) {
   auto num = [](double x) {
     std::string t = std::to_string(x);
     if (x == static_cast<double>(static_cast<long long>(x))) t = std::to_string(static_cast<long long>(x));
     return t;
   };
-  return "[" + num(s.lo) + ", " + num(s.hi) + "]";
+  return "[" + num(lo) + ", " + num(hi) + "]";
 }
 
-std::string choices_list(const char* choices) {
+std::string choices_list(std::string_view choices) {
   std::string out(choices);
   for (size_t i = 0; (i = out.find('|', i)) != std::string::npos;) out.replace(i, 1, ", ");
   return out;
@@ -130,13 +130,10 @@ std::optional<std::string> raw(const char* name) {
 
 bool is_set(const char* name) { return raw(name).has_value(); }
 
-long long integer(const char* name) {
-  const Setting& s = find(name);
-  auto v = raw(name);
-  if (!v) return static_cast<long long>(s.fallback);
+long long parse_integer(std::string_view name, const std::string& value, long long lo, long long hi) {
   char* end = nullptr;
   errno = 0;
-  long long x = std::strtoll(v->c_str(), &end, 10);
+  long long x = std::strtoll(value.c_str(), &end, 10);
   // K/M/G suffixes (powers of 1024): byte sizes are the common case. A scaled value
   // that does not fit is refused like any other out of range.
   bool overflow = false;
@@ -145,9 +142,17 @@ long long integer(const char* name) {
     overflow = __builtin_mul_overflow(x, 1LL << (unit == 'K' ? 10 : unit == 'M' ? 20 : 30), &x);
     ++end;
   }
-  if (errno || overflow || end == v->c_str() || *end != '\0' || x < s.lo || x > s.hi)
-    throw InvalidArgument(std::string(name) + "=" + *v + " is not an integer in " + range(s));
+  if (errno || overflow || end == value.c_str() || *end != '\0' || x < lo || x > hi)
+    throw InvalidArgument(std::string(name) + "=" + value + " is not an integer in " +
+                          range(static_cast<double>(lo), static_cast<double>(hi)));
   return x;
+}
+
+long long integer(const char* name) {
+  const Setting& s = find(name);
+  auto v = raw(name);
+  if (!v) return static_cast<long long>(s.fallback);
+  return parse_integer(name, *v, static_cast<long long>(s.lo), static_cast<long long>(s.hi));
 }
 
 double number(const char* name) {
@@ -157,25 +162,41 @@ double number(const char* name) {
   char* end = nullptr;
   double x = std::strtod(v->c_str(), &end);
   if (end == v->c_str() || *end != '\0' || !(x >= s.lo && x <= s.hi))
-    throw InvalidArgument(std::string(name) + "=" + *v + " is not a number in " + range(s));
+    throw InvalidArgument(std::string(name) + "=" + *v + " is not a number in " + range(s.lo, s.hi));
   return x;
+}
+
+std::string choose(std::string_view name, std::string_view value, std::string_view choices) {
+  auto same = [](std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+             return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+  };
+  for (size_t at = 0;;) {
+    const size_t bar = choices.find('|', at);
+    const std::string_view choice = choices.substr(at, bar == std::string_view::npos ? bar : bar - at);
+    if (same(choice, value)) return std::string(choice);
+    if (bar == std::string_view::npos) break;
+    at = bar + 1;
+  }
+  throw InvalidArgument(std::string(name) + "=" + std::string(value) + " is not one of: " +
+                        choices_list(choices));
 }
 
 std::string text(const char* name) {
   const Setting& s = find(name);
   auto v = raw(name);
   if (!v) return "";
-  if (s.choices) {
-    std::string_view all(s.choices);
-    for (size_t at = 0;;) {
-      size_t bar = all.find('|', at);
-      if (all.substr(at, bar == std::string_view::npos ? bar : bar - at) == *v) return *v;
-      if (bar == std::string_view::npos) break;
-      at = bar + 1;
-    }
-    throw InvalidArgument(std::string(name) + "=" + *v + " is not one of: " + choices_list(s.choices));
+  return s.choices ? choose(name, *v, s.choices) : *v;
+}
+
+void check_all() {
+  for (const Setting& s : kTable) {
+    if (!is_set(s.name)) continue;
+    if (s.type == Type::integer) (void)integer(s.name);
+    else if (s.type == Type::number) (void)number(s.name);
+    else (void)text(s.name);
   }
-  return *v;
 }
 
 std::string closest(std::string_view unknown) {
@@ -207,6 +228,7 @@ void warn_unknown() {
 
 Config Config::from_env() {
   settings::warn_unknown();
+  settings::check_all();
   Config c;
   c.timeout_s = settings::number("STRATA_TIMEOUT");
   c.transport = settings::text("STRATA_TRANSPORT");

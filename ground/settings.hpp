@@ -2,6 +2,9 @@
 // range or choices, lifetime, one line of help) and parsed in one place. Code reads a
 // setting by name through the typed accessors below; docs/environment.md is checked
 // against the table by tests/unit/test_settings.cpp.
+//
+// Case: a choice (STRATA_DEBUG=info, STRATA_TRANSPORT=TCP) and a size suffix (64k) match
+// whatever their case; a choice reads back as the table spells it.
 #pragma once
 
 #include <cstddef>
@@ -23,7 +26,7 @@ struct Setting {
   const char* name;
   Type type;
   double fallback, lo, hi;  // integer (K/M/G suffixes: powers of 1024) and number
-  const char* choices;      // text: the values allowed, "a|b|c"; null: any text
+  const char* choices;      // text: the values allowed, "a|b|c"; null: a grammar its reader checks, or any text
   Lifetime life;
   const char* help;
 };
@@ -38,8 +41,20 @@ std::optional<std::string> raw(const char* name);
 // InvalidArgument naming the variable and what it accepts.
 long long integer(const char* name);
 double number(const char* name);
-std::string text(const char* name);  // "" when unset
+// The one integer grammar (decimal, an optional K/M/G suffix), for the table's integers
+// and for a launcher's variables (RANK, OMPI_COMM_WORLD_SIZE, ...): "NAME=value is not an
+// integer in [lo, hi]" when malformed or out of range.
+long long parse_integer(std::string_view name, const std::string& value, long long lo, long long hi);
+std::string text(const char* name);  // "" when unset; a choice as the table spells it
 bool is_set(const char* name);
+// `value` as one of `choices` ("a|b|c", matched ignoring case), spelt as there; else an
+// InvalidArgument "NAME=value is not one of: a, b, c". text() uses it for the table's
+// choices; a reader whose list lives above the ground (STRATA_ALGO) passes its own.
+std::string choose(std::string_view name, std::string_view value, std::string_view choices);
+// Parses every variable of the table that is set by its declared type, range and
+// choices: the first malformed one is an InvalidArgument naming it. Every communicator's
+// creation runs it (Config::from_env), process-lifetime settings included.
+void check_all();
 
 // The known setting closest to `unknown` (edit distance), for the misspelling warning.
 std::string closest(std::string_view unknown);

@@ -114,6 +114,39 @@ strataResult_t strataRecv(void* buff, size_t count, strataDataType_t datatype, i
 strataResult_t strataGroupStart(strataComm_t comm);
 strataResult_t strataGroupEnd(strataComm_t comm, strataRequest_t* request);
 
+/* ---- The same calls on device buffers, ordered on a stream as NCCL's are (C++: the
+ * strata::Comm overloads with a strata::device::Stream; docs/api.md). Each returns at once:
+ * the operation runs after the work already queued on `stream` (a cudaStream_t on the CUDA
+ * backend; NULL: the default stream), and work queued on it afterwards waits for it. The
+ * buffers must be device memory (strataInvalidArgument for host memory, a freed buffer, or
+ * both kinds in one call; refused on every rank like a null buffer). A send or receive
+ * inside strataGroupStart/strataGroupEnd is recorded with its stream; strataGroupEnd with a
+ * request returns at once (NULL: it waits for the group to be over). An operation that
+ * fails after its call returned still releases its stream; the next call on the
+ * communicator returns its error, as does strataCommGetAsyncError. ---- */
+typedef void* strataStream_t;
+strataResult_t strataAllReduceOnStream(const void* sendbuff, void* recvbuff, size_t count, strataDataType_t datatype,
+                                       strataRedOp_t op, strataComm_t comm, strataStream_t stream);
+strataResult_t strataReduceScatterOnStream(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                           strataDataType_t datatype, strataRedOp_t op, strataComm_t comm,
+                                           strataStream_t stream);
+strataResult_t strataAllGatherOnStream(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                       strataDataType_t datatype, strataComm_t comm, strataStream_t stream);
+strataResult_t strataBroadcastOnStream(const void* sendbuff, void* recvbuff, size_t count, strataDataType_t datatype,
+                                       int root, strataComm_t comm, strataStream_t stream);
+strataResult_t strataReduceOnStream(const void* sendbuff, void* recvbuff, size_t count, strataDataType_t datatype,
+                                    strataRedOp_t op, int root, strataComm_t comm, strataStream_t stream);
+strataResult_t strataAllToAllOnStream(const void* sendbuff, void* recvbuff, size_t count, strataDataType_t datatype,
+                                      strataComm_t comm, strataStream_t stream);
+strataResult_t strataBarrierOnStream(strataComm_t comm, strataStream_t stream);
+strataResult_t strataSendOnStream(const void* buff, size_t count, strataDataType_t datatype, int peer,
+                                  strataComm_t comm, strataStream_t stream);
+strataResult_t strataRecvOnStream(void* buff, size_t count, strataDataType_t datatype, int peer, strataComm_t comm,
+                                  strataStream_t stream);
+/* *asyncError: strataSuccess, or the code of the first device operation that failed after
+ * its call returned (then strataGetLastError() gives its message). */
+strataResult_t strataCommGetAsyncError(strataComm_t comm, strataResult_t* asyncError);
+
 /* Device memory from the device backend (STRATA_DEVICE; C++: strata::alloc, strata/device.hpp),
  * as ncclMemAlloc/ncclMemFree. 0 bytes gives *ptr = NULL. strataInvalidUsage when no
  * device backend is available; strataInvalidArgument when strataMemFree is given a pointer

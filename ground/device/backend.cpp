@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <exception>
 #include <mutex>
 #include <string>
@@ -67,6 +68,12 @@ std::unique_ptr<Backend> make_backend(std::string_view choice) {
   }
 }
 
+namespace {
+std::atomic<Backend*> made{nullptr};
+}  // namespace
+
+Backend* loaded_backend() { return made.load(std::memory_order_acquire); }
+
 Backend* backend() {
   static std::once_flag once;
   static Backend* chosen = nullptr;  // kept until exit: its streams may run until then
@@ -75,6 +82,7 @@ Backend* backend() {
     try {
       chosen = make_backend(settings::text("STRATA_DEVICE")).release();
       if (chosen) STRATA_INFO("device backend: %s (%s)", chosen->name(), chosen->device_name().c_str());
+      made.store(chosen, std::memory_order_release);
     } catch (const Error&) {
       failed = std::current_exception();
     }

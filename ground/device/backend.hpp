@@ -25,6 +25,10 @@ class Backend {
 // A bad STRATA_DEVICE, or STRATA_DEVICE=cuda where CUDA cannot be used, throws (every
 // call, naming why).
 Backend* backend();
+// The backend if one was made already, else nullptr, without making one: what a call that
+// came without a stream asks (one atomic load), so host calls in a process that never
+// touched the device pay nothing and never load CUDA.
+Backend* loaded_backend();
 // Whether this process has, or may make, a backend, without making one (so a
 // communicator's setup creates no CUDA context): STRATA_DEVICE is emulated or cuda, or
 // auto where an NVIDIA driver exists. A backend that then fails to load fails the first

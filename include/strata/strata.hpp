@@ -1,4 +1,4 @@
-// Strata's C++ API: a communicator and its collectives on host memory.
+// Strata's C++ API: a communicator and its collectives on host or device memory.
 //
 //   strata::Comm comm = strata::Comm::init_from_env();   // under strata-run, torchrun, mpirun or srun
 //   comm.all_reduce(buf, buf, n, strata::DataType::float32, strata::ReduceOp::sum);
@@ -6,8 +6,9 @@
 //
 // Semantics follow NCCL: every rank of a communicator calls the same collectives in the
 // same order with matching count/type/op/root; point-to-point calls match in the order
-// they are posted. Buffers are host memory. Operations on one communicator execute in the
-// order they were issued; an `_async` call returns at once with a Request.
+// they are posted. Operations on one communicator execute in the order they were issued;
+// an `_async` call returns at once with a Request. Every call also takes device buffers
+// (strata/device.hpp), in a form with a stream that is ordered on it as NCCL's calls are.
 #pragma once
 
 #include <array>
@@ -17,7 +18,10 @@
 #include <string>
 #include <vector>
 
+#include <exception>
+
 #include "strata/collective.hpp"
+#include "strata/device.hpp"
 #include "strata/error.hpp"
 #include "strata/types.hpp"
 
@@ -183,10 +187,43 @@ class Comm {
   void send(const void* buf, size_t count, DataType type, int peer);
   void recv(void* buf, size_t count, DataType type, int peer);
 
+  // ---- the same calls on device buffers, ordered on a stream (NCCL's semantics) ----
+  // Each returns at once: the operation runs after the work already queued on `stream`
+  // (nullptr: the backend's default stream), and work queued on `stream` afterwards waits
+  // for it. Every buffer the call uses must be device memory (strata::alloc, or the
+  // backend's own, e.g. cudaMalloc); host memory or a freed buffer is InvalidArgument, as
+  // are buffers of both kinds in one call (such a call is refused on every rank, as a null
+  // buffer is). The Request completes when the operation is over; wait() throws its error.
+  // A device operation that fails (a peer died, a timeout) still releases `stream`, and
+  // its error is kept: the next call on this communicator throws it, and async_error()
+  // reports it; the communicator can then only be destroyed or aborted.
+  // The calls above (without a stream) on device buffers run on the default stream, the
+  // blocking ones returning once the operation is over.
+  Request all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, device::Stream stream);
+  Request reduce_scatter(const void* send, void* recv, size_t recvcount, DataType type, ReduceOp op,
+                         device::Stream stream);
+  Request all_gather(const void* send, void* recv, size_t sendcount, DataType type, device::Stream stream);
+  Request broadcast(const void* send, void* recv, size_t count, DataType type, int root, device::Stream stream);
+  Request reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root,
+                 device::Stream stream);
+  Request all_to_all(const void* send, void* recv, size_t count, DataType type, device::Stream stream);
+  Request barrier(device::Stream stream);
+  // Inside a group they are recorded with their stream: group_end orders the group on every
+  // stream its calls named.
+  Request send(const void* buf, size_t count, DataType type, int peer, device::Stream stream);
+  Request recv(void* buf, size_t count, DataType type, int peer, device::Stream stream);
+
+  // The first failure of a device operation, which ran after its call returned (as
+  // ncclCommGetAsyncError); null while there is none.
+  std::exception_ptr async_error() const;
+
   // Grouped point-to-point: between group_start() and group_end(), send/recv (and their
   // _async forms, which then return an empty Request) only record the operation; group_end
   // posts them all at once so that a pipeline stage can send and receive without deadlock.
-  // Within a group a rank may send to and receive from itself. Groups nest.
+  // Within a group a rank may send to and receive from itself. Groups nest. A group's
+  // buffers are all host or all device memory; a device group is ordered on the streams
+  // its calls named, and group_end_async returns at once as NCCL's ncclGroupEnd does
+  // (group_end waits for the group to be over).
   void group_start();
   void group_end();
   Request group_end_async();
@@ -197,6 +234,8 @@ class Comm {
   // Every call goes through these: described once, checked, then run or queued.
   Request start(bool blocking, Collective coll, const void* send, void* recv, size_t count, DataType type,
                 ReduceOp op, int root);
+  Request start_on(device::Stream stream, Collective coll, const void* send, void* recv, size_t count, DataType type,
+                   ReduceOp op, int root);
   Request end_group(bool blocking);
   std::shared_ptr<CommState> state_;
   friend struct CommState;

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
+#include "buffer.hpp"
 #include "timed_op.hpp"
 
 namespace perf {
@@ -47,6 +49,12 @@ class Backend {
 
   // This rank failed: give up without waiting for the others (no collective calls).
   virtual void abort() noexcept {}
+
+  // `bytes` of the memory calls take (default: page-aligned host memory, zeroed).
+  virtual std::unique_ptr<BenchBuffer> make_buffer(size_t bytes) { return std::make_unique<Buffer>(bytes); }
+  // What nccl-tests' "Using devices" line names after the device number: "[host] strata",
+  // "[cuda] NVIDIA H100 80GB HBM3", ...
+  virtual std::string device_text() const { return "[host] " + name(); }
 };
 
 }  // namespace perf

@@ -21,8 +21,8 @@ struct Context {
   Backend& b;
   const Options& o;
   std::ostream& out;
-  Buffer& send;
-  Buffer& recv;
+  BenchBuffer& send;
+  BenchBuffer& recv;
   uint64_t max_bytes;
   uint32_t check_rep = 0;  // seed for successive validation runs
   int local_errors = 0;
@@ -57,7 +57,7 @@ void start(Context& cx, const CheckSpec& s, int iter) {
   const size_t total = row_bytes(s.coll, s.count, s.nranks, size_of(s.type));
   const size_t steps = total ? static_cast<size_t>(cx.max_bytes / total) : 1;
   const size_t shift = steps ? total * (static_cast<size_t>(iter) % steps) : 0;
-  const CallBuffers p = call_buffers(s, cx.send.data() + shift, cx.recv.data() + shift);
+  const CallBuffers p = call_buffers(s, cx.send.call_data() + shift, cx.recv.call_data() + shift);
   CollCall call;
   call.coll = s.coll;
   call.send = p.send;
@@ -81,9 +81,16 @@ double combine_time(Context& cx, double seconds) {
   return seconds;
 }
 
+// This rank's inputs where the call reads them (copied in where calls take other memory).
+void prepare(Context& cx, const CheckSpec& s) {
+  prepare_input(s, cx.send.host_data(), cx.recv.host_data());
+  cx.send.to_call(touched_bytes(s));
+  cx.recv.to_call(touched_bytes(s));
+}
+
 SideResult bench_time(Context& cx, const Case& c, size_t count, bool in_place) {
   CheckSpec s = spec_for(cx, c, count, in_place);
-  if (cx.o.check) prepare_input(s, cx.send.data(), cx.recv.data());
+  if (cx.o.check) prepare(cx, s);
   start(cx, s, 0);
   cx.b.barrier();
 
@@ -103,9 +110,10 @@ SideResult bench_time(Context& cx, const Case& c, size_t count, bool in_place) {
   r.checked = cx.o.check > 0 && (!in_place || checks_in_place(c.coll));
   for (int k = 0; r.checked && k < cx.o.check; ++k) {
     s.seed = ++cx.check_rep;
-    prepare_input(s, cx.send.data(), cx.recv.data());
+    prepare(cx, s);
     start(cx, s, 0);
-    const int64_t wrong = count_wrong(s, cx.recv.data());
+    cx.recv.to_host(touched_bytes(s));
+    const int64_t wrong = count_wrong(s, cx.recv.host_data());
     if (wrong) ++cx.local_errors;
     r.wrong = static_cast<int64_t>(cx.b.all_reduce(static_cast<double>(wrong), ScalarOp::sum));
     if (r.wrong) break;
@@ -154,9 +162,9 @@ std::string host_name() {
 
 int run_benchmark(Backend& backend, const Options& o, RunSummary& summary, std::ostream& out) {
   const std::vector<uint64_t> sizes = size_sweep(o.min_bytes, o.max_bytes, o.step_bytes, o.step_factor);
-  Buffer send(o.max_bytes);
-  Buffer recv(o.max_bytes);
-  Context cx{backend, o, out, send, recv, o.max_bytes};
+  std::unique_ptr<BenchBuffer> send = backend.make_buffer(o.max_bytes);
+  std::unique_ptr<BenchBuffer> recv = backend.make_buffer(o.max_bytes);
+  Context cx{backend, o, out, *send, *recv, o.max_bytes};
 
   summary.backend = backend.name();
   summary.collective = name(o.coll);
@@ -180,6 +188,7 @@ int run_benchmark(Backend& backend, const Options& o, RunSummary& summary, std::
     p.nranks = backend.size();
     p.pid = static_cast<int>(getpid());
     p.hostname = host_name();
+    p.device = backend.device_text();
     for (const std::string& line : preamble_lines(p)) out << line << '\n';
     for (const std::string& line : header_lines(o.report_cputime)) out << line << '\n';
     out << std::flush;

@@ -89,6 +89,53 @@ uint16_t float_to_bf16(float f) {
 
 float bf16_to_float(uint16_t b) { return float_of(static_cast<uint32_t>(b) << 16); }
 
+namespace {
+
+// The layout of one fp8 format: exponent and mantissa bits, bias, largest finite value.
+struct Fp8Format {
+  int mbits, bias;
+  double max_finite;
+  bool inf;  // e5m2 has infinities (exponent all ones); e4m3 only NaN at S.1111.111
+};
+Fp8Format fp8_format(DataType t) {
+  if (t == DataType::float8_e4m3) return {3, 7, 448.0, false};
+  return {2, 15, 57344.0, true};
+}
+
+}  // namespace
+
+double fp8_to_double(uint8_t code, DataType t) {
+  const Fp8Format f = fp8_format(t);
+  const int ebits = 7 - f.mbits;
+  const int e = (code >> f.mbits) & ((1 << ebits) - 1), m = code & ((1 << f.mbits) - 1);
+  const double sign = (code & 0x80) ? -1.0 : 1.0;
+  if (f.inf && e == (1 << ebits) - 1) return m ? std::nan("") : sign * HUGE_VAL;
+  if (!f.inf && e == (1 << ebits) - 1 && m == (1 << f.mbits) - 1) return std::nan("");
+  if (e == 0) return sign * std::ldexp(m, 1 - f.bias - f.mbits);
+  return sign * std::ldexp((1 << f.mbits) + m, e - f.bias - f.mbits);
+}
+
+uint8_t double_to_fp8(double v, DataType t) {
+  const Fp8Format f = fp8_format(t);
+  if (std::isnan(v)) return 0x7f;  // both formats: S.1111.111 is a NaN
+  const uint8_t sign = std::signbit(v) ? 0x80 : 0;
+  double a = std::fabs(v);
+  if (a >= f.max_finite) a = f.max_finite;  // saturating
+  // The quantum at a's binade (the subnormals' below the smallest normal), and a rounded
+  // to a multiple of it, ties to even.
+  const int emin = 1 - f.bias;
+  int e = a > 0 ? std::ilogb(a) : emin;
+  if (e < emin) e = emin;
+  const double q = std::ldexp(1.0, e - f.mbits);
+  const double n = std::nearbyint(a / q);  // the default rounding mode: to nearest even
+  const double r = n * q;
+  if (r == 0) return sign;
+  int re = std::ilogb(r);
+  if (re < emin) return static_cast<uint8_t>(sign | static_cast<int>(r / std::ldexp(1.0, emin - f.mbits)));
+  const int m = static_cast<int>(r / std::ldexp(1.0, re - f.mbits)) - (1 << f.mbits);
+  return static_cast<uint8_t>(sign | ((re + f.bias) << f.mbits) | m);
+}
+
 void store(DataType t, void* buf, size_t i, double v) {
   switch (t) {
     case DataType::int8: put(buf, i, wrap_signed<int8_t>(v)); return;
@@ -102,9 +149,9 @@ void store(DataType t, void* buf, size_t i, double v) {
     case DataType::float32: put(buf, i, static_cast<float>(v)); return;
     case DataType::float64: put(buf, i, v); return;
     case DataType::float8_e4m3:
-    case DataType::float8_e5m2: break;
+    case DataType::float8_e5m2: put(buf, i, double_to_fp8(v, t)); return;
   }
-  throw std::logic_error(std::string("perf: no values for ") + name(t) + " (options.cpp refuses it)");
+  throw std::logic_error(std::string("perf: no values for type ") + std::to_string(static_cast<int>(t)));
 }
 
 double load(DataType t, const void* buf, size_t i) {
@@ -120,9 +167,9 @@ double load(DataType t, const void* buf, size_t i) {
     case DataType::float32: return get<float>(buf, i);
     case DataType::float64: return get<double>(buf, i);
     case DataType::float8_e4m3:
-    case DataType::float8_e5m2: break;
+    case DataType::float8_e5m2: return fp8_to_double(get<uint8_t>(buf, i), t);
   }
-  throw std::logic_error(std::string("perf: no values for ") + name(t) + " (options.cpp refuses it)");
+  throw std::logic_error(std::string("perf: no values for type ") + std::to_string(static_cast<int>(t)));
 }
 
 double round_to(DataType t, double v) {
@@ -137,6 +184,8 @@ double epsilon(DataType t) {
     case DataType::bfloat16: return std::ldexp(1.0, -8);
     case DataType::float32: return std::ldexp(1.0, -24);
     case DataType::float64: return std::ldexp(1.0, -53);
+    case DataType::float8_e4m3: return std::ldexp(1.0, -4);
+    case DataType::float8_e5m2: return std::ldexp(1.0, -3);
     default: return 0;
   }
 }

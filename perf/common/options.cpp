@@ -169,10 +169,7 @@ const std::vector<DataType>& all_datatypes() {
   return v;
 }
 
-bool supported_datatype(DataType t) {
-  const auto& all = all_datatypes();
-  return std::find(all.begin(), all.end(), t) != all.end();
-}
+bool supported_datatype(DataType t) { return strata::is_valid(t); }
 
 const std::vector<ReduceOp>& all_reduce_ops() {
   static const std::vector<ReduceOp> v = [] {
@@ -298,7 +295,7 @@ std::string usage(const std::string& program) {
          "\t[-w,--warmup_iters <warmup iteration count>] (default 5)\n"
          "\t[-c,--check <0/1: check iteration count>] (default 1)\n"
          "\t[-o,--op <sum/prod/min/max/avg/all>] (default sum)\n"
-         "\t[-d,--datatype <int8/uint8/int32/uint32/int64/uint64/half/bfloat16/float/double/all>] (default float)\n"
+         "\t[-d,--datatype <int8/uint8/int32/uint32/int64/uint64/half/bfloat16/float/double/f8e4m3/f8e5m2/all>] (default float)\n"
          "\t[-r,--root <root>] (-1 or all: every rank in turn; default 0)\n"
          "\t[-z,--blocking <0/1>] (barrier after each operation; default 0)\n"
          "\t[-I,--in_place <0/1>] (0: skip the in-place half of each row; default 1; not in nccl-tests)\n"

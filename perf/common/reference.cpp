@@ -16,7 +16,7 @@ char* at(void* base, size_t elems, DataType t) { return static_cast<char*>(base)
 // Rank `rank`'s input element of the collective, in the index space of its send data.
 double input_of(const CheckSpec& s, int rank, size_t index) {
   const size_t i = index + s.seed;
-  return has_op(s.coll) ? reduce_input(s.op, rank, s.nranks, i) : move_input(rank, i);
+  return has_op(s.coll) ? reduce_input(s.op, s.type, rank, s.nranks, i) : move_input(rank, i);
 }
 
 strata::Geometry geometry_of(const CheckSpec& s) { return buffers(s.coll, s.count, s.nranks, s.rank); }
@@ -29,8 +29,12 @@ bool reads_send(const CheckSpec& s) {
 
 }  // namespace
 
-double reduce_input(ReduceOp op, int rank, int nranks, size_t index) {
+double reduce_input(ReduceOp op, DataType t, int rank, int nranks, size_t index) {
   const size_t r = u(rank);
+  if (strata::size_of(t) == 1 && is_floating(t)) {  // fp8: see the header
+    if (op == ReduceOp::sum) return static_cast<double>((r + index) % 2);
+    if (op == ReduceOp::avg) return static_cast<double>(1 + index % 2);
+  }
   switch (op) {
     case ReduceOp::sum: return static_cast<double>(1 + (r * 7 + index) % 5);
     case ReduceOp::prod: return (r + index) % 3 == 0 ? 2.0 : 1.0;
@@ -53,9 +57,9 @@ double move_input(int rank, size_t index) {
 }
 
 double reduced_value(ReduceOp op, DataType t, int nranks, size_t index) {
-  double acc = reduce_input(op, 0, nranks, index);
+  double acc = reduce_input(op, t, 0, nranks, index);
   for (int r = 1; r < nranks; ++r) {
-    const double v = reduce_input(op, r, nranks, index);
+    const double v = reduce_input(op, t, r, nranks, index);
     switch (op) {
       case ReduceOp::sum:
       case ReduceOp::avg: acc += v; break;
@@ -89,6 +93,11 @@ void prepare_input(const CheckSpec& s, void* sendbuf, void* recvbuf) {
   if (!reads_send(s)) return;
   void* dst = const_cast<void*>(call_buffers(s, sendbuf, recvbuf).send);
   for (size_t i = 0; i < g.send_count; ++i) store(s.type, dst, i, input_of(s, s.rank, i));
+}
+
+size_t touched_bytes(const CheckSpec& s) {
+  const strata::Geometry g = geometry_of(s);
+  return (g.send_count > g.recv_count ? g.send_count : g.recv_count) * size_of(s.type);
 }
 
 double expected_value(const CheckSpec& s, size_t k) {

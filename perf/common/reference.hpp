@@ -4,7 +4,9 @@
 // compared element by element (the #wrong column).
 //
 // Exactness limits: sums reach 5*nranks (int8 wraps past 127 on both sides alike; half
-// and bfloat16 stay exact up to ~51 ranks); products reach 2^ceil(nranks/3).
+// and bfloat16 stay exact up to ~51 ranks); products reach 2^ceil(nranks/3). fp8 has 2 or
+// 3 mantissa bits, so its inputs are smaller: sums of 0 and 1, averages of equal values 1
+// or 2, and every partial sum stays exact up to 8 ranks (e5m2) or 16 (e4m3).
 #pragma once
 
 #include <cstddef>
@@ -26,8 +28,8 @@ struct CheckSpec {
   uint32_t seed = 0;  // shifts the index so that repeated checks use different data
 };
 
-// Input element `index` of `rank` for a reduction with `op`.
-double reduce_input(ReduceOp op, int rank, int nranks, size_t index);
+// Input element `index` of `rank` for a reduction with `op` in type `t`.
+double reduce_input(ReduceOp op, DataType t, int rank, int nranks, size_t index);
 // Input element `index` of `rank` for data-movement collectives; identifies its source.
 double move_input(int rank, size_t index);
 // The reduction of reduce_input over all ranks at `index`, before rounding into a type
@@ -44,6 +46,9 @@ CallBuffers call_buffers(const CheckSpec& s, void* sendbuf, void* recvbuf);
 
 // Zeroes the receive region and writes this rank's input where the call reads it.
 void prepare_input(const CheckSpec& s, void* sendbuf, void* recvbuf);
+// How many bytes from the start of each buffer prepare_input writes and the call reads
+// or writes (what a device run copies in and out).
+size_t touched_bytes(const CheckSpec& s);
 
 // What element `k` of this rank's result must be (already rounded into the type).
 double expected_value(const CheckSpec& s, size_t k);

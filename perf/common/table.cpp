@@ -42,8 +42,8 @@ std::vector<std::string> preamble_lines(const Preamble& p) {
   if (p.blocking) v.push_back("# Blocking Enabled: wait for completion and barrier after each collective ");
   v.push_back("#");
   v.push_back("# Using devices");
-  v.push_back(fmt("#  Rank %2d Group %2d Pid %6d on %10s device %2d [host] %s, %d ranks", 0, 0, p.pid,
-                  p.hostname.c_str(), 0, p.backend.c_str(), p.nranks));
+  v.push_back(fmt("#  Rank %2d Group %2d Pid %6d on %10s device %2d %s, %d ranks", 0, 0, p.pid, p.hostname.c_str(), 0,
+                  (p.device.empty() ? "[host] " + p.backend : p.device).c_str(), p.nranks));
   return v;
 }
 

@@ -41,6 +41,7 @@ struct Preamble {
   int nranks = 1;
   int pid = 0;
   std::string hostname;
+  std::string device;  // after "device  0": "[host] strata", "[cuda] NVIDIA H100 80GB HBM3"
 };
 std::vector<std::string> preamble_lines(const Preamble& p);
 

@@ -130,6 +130,15 @@ strataResult_t issue(strataRequest_t* request, Sync&& sync, Async&& async) {
   });
 }
 
+// A call on a stream: returns once it is queued (its Request is not kept: the stream orders it).
+template <typename F>
+strataResult_t on_stream(F&& f) {
+  return guarded([&] {
+    f();
+    return strataSuccess;
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -334,6 +343,69 @@ strataResult_t strataGroupStart(strataComm_t comm) {
 
 strataResult_t strataGroupEnd(strataComm_t comm, strataRequest_t* req) {
   return issue(req, [&] { live(comm).group_end(); }, [&] { return live(comm).group_end_async(); });
+}
+
+strataResult_t strataAllReduceOnStream(const void* s, void* r, size_t n, strataDataType_t t, strataRedOp_t o,
+                                       strataComm_t comm, strataStream_t st) {
+  return on_stream([&] { live(comm).all_reduce(s, r, n, dt(t), rop(o), st); });
+}
+
+strataResult_t strataReduceScatterOnStream(const void* s, void* r, size_t n, strataDataType_t t, strataRedOp_t o,
+                                           strataComm_t comm, strataStream_t st) {
+  return on_stream([&] { live(comm).reduce_scatter(s, r, n, dt(t), rop(o), st); });
+}
+
+strataResult_t strataAllGatherOnStream(const void* s, void* r, size_t n, strataDataType_t t, strataComm_t comm,
+                                       strataStream_t st) {
+  return on_stream([&] { live(comm).all_gather(s, r, n, dt(t), st); });
+}
+
+strataResult_t strataBroadcastOnStream(const void* s, void* r, size_t n, strataDataType_t t, int root,
+                                       strataComm_t comm, strataStream_t st) {
+  return on_stream([&] { live(comm).broadcast(s, r, n, dt(t), root, st); });
+}
+
+strataResult_t strataReduceOnStream(const void* s, void* r, size_t n, strataDataType_t t, strataRedOp_t o, int root,
+                                    strataComm_t comm, strataStream_t st) {
+  return on_stream([&] { live(comm).reduce(s, r, n, dt(t), rop(o), root, st); });
+}
+
+strataResult_t strataAllToAllOnStream(const void* s, void* r, size_t n, strataDataType_t t, strataComm_t comm,
+                                      strataStream_t st) {
+  return on_stream([&] { live(comm).all_to_all(s, r, n, dt(t), st); });
+}
+
+strataResult_t strataBarrierOnStream(strataComm_t comm, strataStream_t st) {
+  return on_stream([&] { live(comm).barrier(st); });
+}
+
+strataResult_t strataSendOnStream(const void* b, size_t n, strataDataType_t t, int peer, strataComm_t comm,
+                                  strataStream_t st) {
+  return on_stream([&] { live(comm).send(b, n, dt(t), peer, st); });
+}
+
+strataResult_t strataRecvOnStream(void* b, size_t n, strataDataType_t t, int peer, strataComm_t comm,
+                                  strataStream_t st) {
+  return on_stream([&] { live(comm).recv(b, n, dt(t), peer, st); });
+}
+
+strataResult_t strataCommGetAsyncError(strataComm_t comm, strataResult_t* async_error) {
+  return guarded([&] {
+    if (!async_error) throw strata::InvalidArgument("strataCommGetAsyncError: asyncError is NULL");
+    *async_error = strataSuccess;
+    if (std::exception_ptr e = live(comm).async_error()) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const strata::Error& err) {
+        *async_error = code_of(err.kind());
+        last_error = err.what();
+      } catch (const std::exception& err) {
+        *async_error = strataInternalError;
+        last_error = err.what();
+      }
+    }
+    return strataSuccess;
+  });
 }
 
 strataResult_t strataMemAlloc(void** ptr, size_t size) {

@@ -15,6 +15,7 @@ namespace strata {
 // ---- running one call ----
 
 Request CommState::start(Call call, bool blocking) {
+  throw_async_error();
   const bool p2p = call.coll == Collective::send || call.coll == Collective::recv;
   if (!p2p && group_depth > 0) call.fault = Fault::in_group;
   // STRATA_CHECK sends buffer faults with the call's description, so every rank fails the
@@ -30,17 +31,37 @@ Request CommState::start(Call call, bool blocking) {
         if (group_fault == Fault::none) group_fault = call.fault, group_fault_what = fault_message(call, nranks);
         throw_fault(call.fault, fault_message(call, nranks) + " (the group will be refused at group_end)");
       }
+      if (!group.empty() && call.memory != group_memory) {
+        const std::string what = std::string(name(call.coll)) + ": a buffer of " + name(call.memory) +
+                                 " memory in a group of " + name(group_memory) +
+                                 " memory; a group's buffers must all be host or all device memory";
+        if (group_fault == Fault::none) group_fault = Fault::mixed_memory, group_fault_what = what;
+        throw_fault(Fault::mixed_memory, what + " (the group will be refused at group_end)");
+      }
+      group_memory = call.memory;
+      if (call.memory == MemoryKind::device &&
+          std::find(group_streams.begin(), group_streams.end(), call.stream) == group_streams.end())
+        group_streams.push_back(call.stream);
       group.push_back(p);
       return {};
     }
     if (call.fault == Fault::none && p.peer == rank)
       throw InvalidArgument(std::string(name(call.coll)) +
                             ": peer is this rank itself; outside a group that would never complete");
-    if (call.fault != Fault::none && !sent_with_check) refuse(call.fault, call.coll, fault_message(call, nranks), blocking);
-    return run_group({p}, blocking, call.fault, call.fault != Fault::none ? fault_message(call, nranks) : "");
+    // A device call's fault is refused now, before its stream holds anything.
+    if (call.fault != Fault::none && (!sent_with_check || call.memory == MemoryKind::device))
+      refuse(call.fault, call.coll, fault_message(call, nranks), blocking);
+    return run_group({p}, blocking, call.memory, {call.stream}, call.fault,
+                     call.fault != Fault::none ? fault_message(call, nranks) : "");
   }
-  if (call.fault != Fault::none && !sent_with_check) refuse(call.fault, call.coll, fault_message(call, nranks), blocking);
+  if (call.fault != Fault::none && (!sent_with_check || call.memory == MemoryKind::device))
+    refuse(call.fault, call.coll, fault_message(call, nranks), blocking);
   if (call.count == 0 && !cfg.check) return {};  // under STRATA_CHECK even an empty call is compared
+  if (call.memory == MemoryKind::device) {
+    Call run = call;
+    if (run.coll == Collective::barrier) run.memory = MemoryKind::host;  // no data: its messages take the host links
+    return on_streams({call.stream}, [this, run] { execute(run); }, blocking);
+  }
   auto fn = [this, call] { execute(call); };
   if (!blocking) return queue.submit(fn);
   queue.run_now(fn);
@@ -80,7 +101,7 @@ void CommState::execute(const Call& call) {
 Plan CommState::build_plan_for(const Call& call, bool forward) const {
   const size_t esz = size_of(call.type);
   CollArgs a{call.coll, call.count, esz, call.root, rank, nranks, call.in_place,
-             std::max<size_t>(1, cfg.chunk_bytes / esz), &hier, forward};
+             std::max<size_t>(1, cfg.chunk_bytes / esz), &hier, forward, call.memory};
   Choice choice = tune(a);
   const char* why = "tuner";
   if (!cfg.algo.empty()) {
@@ -90,13 +111,15 @@ Plan CommState::build_plan_for(const Call& call, bool forward) const {
   }
   if (choice.chunk_bytes && !cfg.chunk_bytes_set) a.chunk_count = std::max<size_t>(1, choice.chunk_bytes / esz);
   Plan plan = build_plan(choice.algo, a);
-  STRATA_INFO("%s: %zu x %s %s root %d: %s (%s), predicted %.1f us, %zu rounds", name(call.coll), call.count,
-              name(call.type), name(call.op), call.root, plan.algo, why, predict(choice.algo, a) * 1e6, plan.rounds());
+  STRATA_INFO("%s: %zu x %s %s root %d on %s memory: %s (%s), predicted %.1f us, %zu rounds", name(call.coll),
+              call.count, name(call.type), name(call.op), call.root, name(call.memory), plan.algo, why,
+              predict(choice.algo, a) * 1e6, plan.rounds());
   return plan;
 }
 
-Request CommState::run_group(std::vector<P2POp> ops, bool blocking, Fault own, std::string own_what) {
-  auto fn = [this, ops = std::move(ops), own, own_what] {
+Request CommState::run_group(std::vector<P2POp> ops, bool blocking, MemoryKind memory, std::vector<void*> streams,
+                             Fault own, std::string own_what) {
+  auto fn = [this, ops = std::move(ops), own, own_what, memory] {
     log::set_thread_rank(rank);
     std::string disagreement;
     std::vector<P2POp> checked;
@@ -112,6 +135,7 @@ Request CommState::run_group(std::vector<P2POp> ops, bool blocking, Fault own, s
       // The group runs as one call of the bytes it sends: its store choice is learnt by that.
       Call sent;
       sent.coll = Collective::send;
+      sent.memory = memory;
       for (const P2POp& p : run)
         if (p.is_send) sent.count += p.bytes;
       STRATA_INFO("grouped send/recv: %zu steps", plan.steps.size());
@@ -120,13 +144,59 @@ Request CommState::run_group(std::vector<P2POp> ops, bool blocking, Fault own, s
     if (own != Fault::none) throw_fault(own, own_what + " (" + disagreement + ")");
     if (!disagreement.empty()) throw_fault(Fault::mismatch, disagreement);
   };
+  if (memory == MemoryKind::device) return on_streams(streams, fn, blocking);
   if (!blocking) return queue.submit(fn);
   queue.run_now(fn);
   return {};
 }
 
+// ---- device calls: ordered with the users' streams ----
+
+Request CommState::on_streams(const std::vector<void*>& streams, std::function<void()> fn, bool wait) {
+  Request r;
+  {
+    std::lock_guard lk(issue_m);
+    if (!order) order = std::make_unique<StreamOrder>(device::require_backend("a call on device memory"), rank);
+    StreamOrder::Ticket t = order->issue(streams);
+    const std::exception_ptr refused = t.error;
+    r = queue.submit([this, t = std::move(t), fn = std::move(fn)] { run_ordered(t, fn); });
+    if (refused) std::rethrow_exception(refused);  // the worker only completes its number
+  }
+  if (wait) r.wait();
+  return r;
+}
+
+void CommState::run_ordered(const StreamOrder::Ticket& t, const std::function<void()>& fn) {
+  log::set_thread_rank(rank);
+  if (t.error) {
+    order->complete(t.seq);
+    return;
+  }
+  try {
+    try {
+      order->wait_started(t, cfg.timeout_s, [this] { return engine->control().interrupted(); });
+    } catch (const TimeoutError&) {
+      engine->control().fail_call(std::current_exception());  // the peers are told; throws
+    }
+    fn();
+  } catch (...) {
+    keep_async_error(std::current_exception());
+    order->complete(t.seq);
+    throw;
+  }
+  order->complete(t.seq);
+}
+
+void CommState::keep_async_error(std::exception_ptr e) {
+  std::lock_guard lk(async_m);
+  if (async_error) return;
+  async_error = e;
+  has_async_error.store(true);
+}
+
 void CommState::shutdown(bool goodbye) {
   queue.stop();
+  if (order) order->release_all();
   if (engine && goodbye) engine->control().say_goodbye();
   engine.reset();
 }
@@ -135,6 +205,7 @@ void CommState::abort_now() {
   life.store(aborted);
   if (engine) engine->control().abort();  // an operation running now fails promptly
   queue.abort(std::make_exception_ptr(InvalidUsage("the communicator was aborted before this operation ran")));
+  if (order) order->release_all();  // calls that never ran hold no stream
   engine.reset();
 }
 
@@ -192,6 +263,44 @@ Request Comm::start(bool blocking, Collective coll, const void* send, void* recv
   CommState& s = checked();
   refuse_while_growing(s);
   return s.start(describe(coll, send, recv, count, type, op, root, s.rank, s.nranks), blocking);
+}
+
+Request Comm::start_on(device::Stream stream, Collective coll, const void* send, void* recv, size_t count,
+                       DataType type, ReduceOp op, int root) {
+  CommState& s = checked();
+  return s.start(describe(coll, send, recv, count, type, op, root, s.rank, s.nranks, true, stream), false);
+}
+
+std::exception_ptr Comm::async_error() const { return checked().get_async_error(); }
+
+Request Comm::all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, device::Stream st) {
+  return start_on(st, Collective::all_reduce, send, recv, count, type, op, 0);
+}
+Request Comm::reduce_scatter(const void* send, void* recv, size_t recvcount, DataType type, ReduceOp op,
+                             device::Stream st) {
+  return start_on(st, Collective::reduce_scatter, send, recv, recvcount, type, op, 0);
+}
+Request Comm::all_gather(const void* send, void* recv, size_t sendcount, DataType type, device::Stream st) {
+  return start_on(st, Collective::all_gather, send, recv, sendcount, type, ReduceOp::sum, 0);
+}
+Request Comm::broadcast(const void* send, void* recv, size_t count, DataType type, int root, device::Stream st) {
+  return start_on(st, Collective::broadcast, send, recv, count, type, ReduceOp::sum, root);
+}
+Request Comm::reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root,
+                     device::Stream st) {
+  return start_on(st, Collective::reduce, send, recv, count, type, op, root);
+}
+Request Comm::all_to_all(const void* send, void* recv, size_t count, DataType type, device::Stream st) {
+  return start_on(st, Collective::all_to_all, send, recv, count, type, ReduceOp::sum, 0);
+}
+Request Comm::barrier(device::Stream st) {
+  return start_on(st, Collective::barrier, nullptr, nullptr, 1, DataType::uint8, ReduceOp::sum, 0);
+}
+Request Comm::send(const void* buf, size_t count, DataType type, int peer, device::Stream st) {
+  return start_on(st, Collective::send, buf, nullptr, count, type, ReduceOp::sum, peer);
+}
+Request Comm::recv(void* buf, size_t count, DataType type, int peer, device::Stream st) {
+  return start_on(st, Collective::recv, nullptr, buf, count, type, ReduceOp::sum, peer);
 }
 
 Request Comm::all_reduce_async(const void* send, void* recv, size_t count, DataType type, ReduceOp op) {
@@ -255,11 +364,15 @@ Request Comm::end_group(bool blocking) {
   if (--s.group_depth > 0) return {};
   std::vector<P2POp> ops;
   ops.swap(s.group);
+  std::vector<void*> streams;
+  streams.swap(s.group_streams);
+  const MemoryKind memory = std::exchange(s.group_memory, MemoryKind::host);
   if (s.group_fault != Fault::none) {
     const Fault f = std::exchange(s.group_fault, Fault::none);
     s.refuse(f, Collective::send, "group_end: the group holds a refused call (" + s.group_fault_what + ")", blocking);
   }
-  return s.run_group(std::move(ops), blocking);
+  s.throw_async_error();
+  return s.run_group(std::move(ops), blocking, memory, std::move(streams));
 }
 Request Comm::group_end_async() { return end_group(false); }
 void Comm::group_end() { end_group(true); }

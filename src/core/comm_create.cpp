@@ -8,6 +8,9 @@
 #include "core/bootstrap/id_exchange.hpp"
 #include "core/bootstrap/launch_env.hpp"
 #include "core/comm_state.hpp"
+#include "core/placement.hpp"
+#include "transports/ibverbs/ib_hca.hpp"
+#include "transports/staging/staging_link.hpp"
 #include "ground/fnv1a.hpp"
 #include "ground/log.hpp"
 #include "ground/ranks_text.hpp"
@@ -34,7 +37,18 @@ std::vector<std::string> hosts_of(const std::vector<bootstrap::RankInfo>& table)
   return hosts;
 }
 
+Hierarchy hierarchy_of(const std::vector<bootstrap::RankInfo>& table, const std::vector<LevelSpec>& spec) {
+  const bool tcp = std::any_of(table.begin(), table.end(), [](const bootstrap::RankInfo& i) { return i.force_tcp != 0; });
+  return build_hierarchy(hosts_of(table), spec, settings::text("STRATA_LINK_MODEL"), tcp);
+}
+
 namespace {
+
+std::vector<RankCpus> rank_cpus(const std::vector<bootstrap::RankInfo>& table) {
+  std::vector<RankCpus> cpus;
+  for (const auto& info : table) cpus.push_back({info.machine, std::vector<uint64_t>(std::begin(info.cpus), std::end(info.cpus))});
+  return cpus;
+}
 
 // The settings every rank must share because plans are built from them (a rank with
 // another algorithm or chunk pairs its transfers with the wrong bytes), as one hash.
@@ -63,15 +77,25 @@ void check_settings_agree(const std::vector<bootstrap::RankInfo>& table) {
                           "STRATA_LINK_MODEL) differ between rank 0 and " + ranks_text(odd) + "; set the same on every rank");
 }
 
-// STRATA_ALGO names an algorithm of algorithms/select.cpp's list (the one list of names).
-void check_algo_setting(const std::string& algo) {
-  if (algo.empty()) return;
-  std::string names;
-  for (Algo a : kAllAlgos) {
-    if (algo == name(a)) return;
-    names += std::string(names.empty() ? "" : ", ") + name(a);
+// A communicator's settings, every one checked before this rank joins (the root then
+// names it as missing): Config::from_env parses each by its declared type and choices;
+// the text settings with a grammar of their own are parsed here by their readers, also
+// where this path does not use them (a secret under a unique id, an HCA list without
+// ibverbs), so a malformed value never passes unnoticed.
+Config creation_config() {
+  Config cfg = Config::from_env();
+  if (!cfg.algo.empty()) {  // one of algorithms/select.cpp's names (the one list), spelt as there
+    std::string names;
+    for (Algo a : kAllAlgos) names += std::string(names.empty() ? "" : "|") + name(a);
+    cfg.algo = settings::choose("STRATA_ALGO", cfg.algo, names);
   }
-  throw InvalidArgument("STRATA_ALGO=" + algo + " is not one of: " + names);
+  (void)parse_hierarchy_spec(settings::text("STRATA_HIERARCHY"));
+  (void)build_hierarchy({"a"}, {}, settings::text("STRATA_LINK_MODEL"));
+  if (auto hex = settings::raw("STRATA_SECRET")) (void)bootstrap::parse_secret_hex(*hex);
+  if (auto hca = settings::raw("STRATA_IB_HCA")) (void)ibverbs::parse_hca_list(*hca);
+  if (auto ifname = settings::raw("STRATA_SOCKET_IFNAME")) (void)net::interface_address(*ifname);
+  (void)staging_chunk_bytes();
+  return cfg;
 }
 
 }  // namespace
@@ -102,9 +126,7 @@ Comm CommState::create(int rank, int nranks, const std::vector<bootstrap::RankIn
   check_settings_agree(table);
   auto s = std::make_shared<CommState>();
   s->hier = std::move(hier);
-  std::vector<RankCpus> cpus;
-  for (const auto& info : table) cpus.push_back({info.machine, std::vector<uint64_t>(std::begin(info.cpus), std::end(info.cpus))});
-  s->hier.oversubscribed = oversubscribed(cpus);
+  s->hier.oversubscribed = oversubscribed(rank_cpus(table));
   if (rank == 0) STRATA_INFO("hierarchy: %s%s", s->hier.describe().c_str(),
                              s->hier.oversubscribed ? "; more ranks than CPUs on a machine (the tuner avoids pipelined chains; idle ranks yield at once)" : "");
   s->rank = rank;
@@ -143,8 +165,7 @@ static Comm init(int nranks, int rank, const net::SockAddr& root, const bootstra
     throw InvalidArgument("CommOptions::timeout_s must be a finite number of seconds >= 0 (0: STRATA_TIMEOUT), got " +
                           std::to_string(options.timeout_s));
   log::set_thread_rank(rank);
-  Config cfg = Config::from_env();
-  check_algo_setting(cfg.algo);  // before joining: the root then names this rank as missing
+  Config cfg = creation_config();
   if (options.timeout_s > 0) {
     cfg.timeout_s = options.timeout_s;
     cfg.timeout_from = "CommOptions::timeout_s";
@@ -153,8 +174,9 @@ static Comm init(int nranks, int rank, const net::SockAddr& root, const bootstra
   net::Fd listener = listen_like(root);
   auto table = bootstrap::join(root, secret, rank, nranks, my_info(cfg, listener, emulated_node(spec, rank)),
                                net::deadline_after(cfg.timeout_s));
-  Comm c = CommState::create(rank, nranks, table, listener, secret, 1, cfg,
-                             build_hierarchy(hosts_of(table), spec, settings::text("STRATA_LINK_MODEL")));
+  Comm c = CommState::create(rank, nranks, table, listener, secret, 1, cfg, hierarchy_of(table, spec));
+  // A job's communicators, not split or shrunk ones: their ranks' places would collide.
+  move_to_cpu(own_cpu(rank, rank_cpus(table)));
   STRATA_INFO("communicator ready: rank %d of %d, host %s, timeout %g s (%s)", rank, nranks, table[rank].host,
               cfg.timeout_s, cfg.timeout_from);
   return c;
@@ -176,7 +198,11 @@ LaunchInfo launch_info() {
 
 bootstrap::IdFields root_of(const bootstrap::Launch& l) {
   bootstrap::IdFields f;
-  f.root = net::parse_host_port(l.root);
+  try {
+    f.root = net::parse_host_port(l.root);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(std::string(e.what()) + " (rank 0's address, from " + l.root_from + ")");
+  }
   f.secret = {};
   if (auto hex = settings::raw("STRATA_SECRET")) {
     f.secret = bootstrap::parse_secret_hex(*hex);
@@ -235,7 +261,7 @@ Comm Comm::init_from_env() {
   if (l.size == 0) l.size = bootstrap::pmix_job_size();
   log::set_thread_rank(l.rank);
   STRATA_INFO("%s", l.describe().c_str());
-  double timeout_s = Config::from_env().timeout_s;
+  double timeout_s = creation_config().timeout_s;
   return l.rendezvous == bootstrap::Rendezvous::address ? init_at_address(l, timeout_s)
                                                         : init_by_shared_id(l, timeout_s);
 }
@@ -282,7 +308,7 @@ Comm Comm::split(int color, int key) {
   // Nodes come from host identities (emulated nodes included); STRATA_HIERARCHY's upper
   // levels describe the world's ranks, not a subset's.
   return CommState::create(new_rank, static_cast<int>(table.size()), table, listener, s.secret, tag, s.cfg,
-                           build_hierarchy(hosts_of(table), {}, settings::text("STRATA_LINK_MODEL")));
+                           hierarchy_of(table, {}));
 }
 
 }  // namespace strata

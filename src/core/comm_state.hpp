@@ -5,7 +5,9 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "core/op_queue.hpp"
 #include "core/plan_cache.hpp"
 #include "core/scratch.hpp"
+#include "core/stream_order.hpp"
 #include "ground/call.hpp"
 #include "ground/settings.hpp"
 #include "strata/strata.hpp"
@@ -27,6 +30,9 @@ namespace strata {
 net::Fd listen_like(const net::SockAddr& advertised);
 uint64_t mix(uint64_t x);
 std::vector<std::string> hosts_of(const std::vector<bootstrap::RankInfo>& table);
+// The tuner's view of the ranks of `table` (creation, split, grow): their hosts, the
+// emulated levels of `spec`, and the link models (tcp inside a node when a rank forces it).
+Hierarchy hierarchy_of(const std::vector<bootstrap::RankInfo>& table, const std::vector<LevelSpec>& spec);
 // Shared by creation and grow (core/grow.cpp): what this rank tells the others about itself
 // (`emulated_node` >= 0: STRATA_HIERARCHY's node, which makes a host of its own); the root
 // address and secret of a job whose rendezvous is an address, and that as an id.
@@ -46,6 +52,10 @@ struct CommState {
   uint64_t splits = 0;
   std::vector<bootstrap::RankInfo> table;
   Hierarchy hier;
+  // Device calls' order with the users' streams (core/stream_order.hpp), made at the first;
+  // destroyed after the queue has stopped, releasing every stream still held.
+  std::unique_ptr<StreamOrder> order;
+  std::mutex issue_m;  // device calls take their numbers in the order the worker runs them
   std::unique_ptr<Engine> engine;
   Scratch scratch;  // what plans address as Buf::scratch, by memory kind
   PlanCache plans;
@@ -60,6 +70,14 @@ struct CommState {
   std::vector<P2POp> group;
   Fault group_fault = Fault::none;  // a send/recv of the open group was refused (the first)
   std::string group_fault_what;
+  MemoryKind group_memory = MemoryKind::host;  // of the open group's buffers
+  std::vector<void*> group_streams;            // device groups: the streams of its calls
+
+  // The first failure of a device call, which ran after the call returned: the next call
+  // throws it, and Comm::async_error() reports it (as ncclCommGetAsyncError).
+  std::atomic<bool> has_async_error{false};
+  std::mutex async_m;
+  std::exception_ptr async_error;
 
   // STRATA_CHECK (core/call_check.cpp): collectives run so far, messages so far per peer
   // (sent to it, received from it), and the plan and engine slot of the exchanges.
@@ -83,8 +101,20 @@ struct CommState {
   // (a check this rank failed alone) is refused on every rank (refuse) or, under
   // STRATA_CHECK, sent with the call's description.
   Request start(Call call, bool blocking);
-  // A group of point-to-point transfers as one operation; `own`: a fault of its only call.
-  Request run_group(std::vector<P2POp> ops, bool blocking, Fault own = Fault::none, std::string own_what = "");
+  // A group of point-to-point transfers as one operation on `memory` (device: ordered on
+  // `streams`); `own`: a fault of its only call.
+  Request run_group(std::vector<P2POp> ops, bool blocking, MemoryKind memory = MemoryKind::host,
+                    std::vector<void*> streams = {}, Fault own = Fault::none, std::string own_what = "");
+  // Throws the kept failure of a device call, if any (one relaxed load when there is none).
+  void throw_async_error() {
+    if (!has_async_error.load(std::memory_order_relaxed)) return;
+    std::lock_guard lk(async_m);
+    std::rethrow_exception(async_error);
+  }
+  std::exception_ptr get_async_error() {
+    std::lock_guard lk(async_m);
+    return async_error;
+  }
   // Refuses a call on every rank: in issue order, the engine tells every peer (the call
   // fails there, and the communicator can only be destroyed: its links are out of step);
   // throws `what` here. A one-rank communicator stays usable.
@@ -94,6 +124,11 @@ struct CommState {
 
  private:
   void execute(const Call& call);
+  // A device operation: ordered after the work on `streams` and before the work queued on
+  // them later (core/stream_order.hpp), run by the worker; `wait`: returns once it is over.
+  Request on_streams(const std::vector<void*>& streams, std::function<void()> fn, bool wait);
+  void run_ordered(const StreamOrder::Ticket& t, const std::function<void()>& fn);
+  void keep_async_error(std::exception_ptr e);
   Comm connect_decided(class ShrinkAgreement& a, const net::Fd& listener);
   Plan build_plan_for(const Call& call, bool forward) const;
   // The refusal itself, on the thread that runs operations.

@@ -65,9 +65,7 @@ ControlChannel::ControlChannel(int rank, int nranks, std::vector<net::Fd> contro
 
 void ControlChannel::on_stall(Watch& w, Clock::time_point now, Clock::time_point last_progress,
                               const std::vector<Link*>& waiting) {
-  if (aborted_.load(std::memory_order_relaxed)) throw InvalidUsage("the communicator was aborted");
-  if (revoked_.load(std::memory_order_relaxed))
-    throw InvalidUsage("Comm::shrink was called on this communicator while this operation ran");
+  if (std::exception_ptr e = interrupted()) std::rethrow_exception(e);
   if (now - w.last_check > std::chrono::milliseconds(2)) {
     check_control();
     w.last_check = now;
@@ -88,6 +86,13 @@ void ControlChannel::on_stall(Watch& w, Clock::time_point now, Clock::time_point
       fail_stuck(now - w.probe_sent, waiting);
     }
   }
+}
+
+std::exception_ptr ControlChannel::interrupted() const {
+  if (aborted_.load(std::memory_order_relaxed)) return std::make_exception_ptr(InvalidUsage("the communicator was aborted"));
+  if (revoked_.load(std::memory_order_relaxed))
+    return std::make_exception_ptr(InvalidUsage("Comm::shrink was called on this communicator while this operation ran"));
+  return nullptr;
 }
 
 void ControlChannel::fail_call(std::exception_ptr e) {

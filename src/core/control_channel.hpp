@@ -64,6 +64,8 @@ class ControlChannel {
   // Comm::shrink, from any thread: an operation running now fails at its next stall, and
   // nothing is sent to the peers (the shrink's own notices tell them).
   void revoke() { revoked_.store(true); }
+  // After abort() or revoke(): the error an operation still waiting fails with; else null.
+  std::exception_ptr interrupted() const;
   // Once nothing runs any more: every later call throws `why`.
   void fail_later_calls(std::exception_ptr why) {
     if (!failed_) failed_ = why;

@@ -28,15 +28,16 @@ char* at(const Engine::Buffers& b, Ref r, size_t esz) {
 }  // namespace
 
 // With more ranks than CPUs, the peer a rank waits for is often not running: spinning only
-// delays it, so an idle rank yields at its first empty poll, as OpenMPI's
+// delays it, so an idle rank starts by yielding at its first empty poll, as OpenMPI's
 // mpi_yield_when_idle does (small reduce_scatter/all_reduce on 4 ranks sharing 2 cores:
-// 1.1-1.4x faster than after 64 polls; docs/benchmarks.md).
+// 1.1-1.4x faster than after 64 polls; docs/benchmarks.md). Then, as with ranks = CPUs,
+// the WaitPolicy learns from how stalls end whether this CPU is shared.
 Engine::Engine(int rank, int nranks, Mesh mesh, const Config& cfg, bool oversubscribed)
     : rank_(rank),
       nranks_(nranks),
       links_(std::move(mesh.links)),
       control_(rank, nranks, std::move(mesh.control), cfg),
-      spins_before_yield_(oversubscribed ? 1 : 64) {
+      waits_(oversubscribed) {
   for (MemoryKind k : kAllMemoryKinds) {
     bool all = true;
     for (int j = 0; j < nranks; ++j)
@@ -64,6 +65,7 @@ void Engine::execute(const Plan& plan, const Call& call, void* scratch, std::uni
   const auto t0 = stores ? Clock::now() : Clock::time_point{};
   try {
     for (size_t r = 0; r < plan.rounds(); ++r) run_round(plan, r, run);
+    if (run.unsettled) run.exec.settle();  // the call's results are there when it returns
     if (stores) stores->record(streaming, std::chrono::duration<double>(Clock::now() - t0).count());
   } catch (...) {
     control_.fail_call(std::current_exception());
@@ -131,14 +133,16 @@ void Engine::throw_no_link(int peer, MemoryKind kind) const {
 }
 
 // Progress until every link of the round is idle. Spinning is cheapest while data flows;
-// when nothing moves we yield, then sleep in poll() (tcp) or short naps (shared memory),
-// so ranks that outnumber the cores do not starve the ones doing the work.
+// when nothing moves we spin a while (WaitPolicy: not at all where the peer needs this
+// CPU), then yield, then sleep in poll() (tcp) or short naps (shared memory), so ranks
+// that outnumber the cores do not starve the ones doing the work.
 void Engine::wait_links() {
   // The clock is read only once the links stall: a small call that completes while
   // spinning never pays for it.
   Clock::time_point last_progress;
   ControlChannel::Watch watch;
-  unsigned idle_spins = 0;
+  unsigned idle_spins = 0, spin_polls = waits_.spin_polls();
+  unsigned yields = 0, switched = 0;  // this stall's, for the WaitPolicy
   std::vector<pollfd> fds;
   for (;;) {
     bool moved = false, all_idle = true;
@@ -152,15 +156,19 @@ void Engine::wait_links() {
       }
       all_idle &= l->idle();
     }
-    if (all_idle) return;
-    if (moved) {
-      idle_spins = 0;
+    if (moved || all_idle) {
+      if (idle_spins) {  // a stall ended
+        waits_.stall_ended(yields, switched);
+        spin_polls = waits_.spin_polls();
+        idle_spins = yields = switched = 0;
+      }
+      if (all_idle) return;
       continue;
     }
     ++idle_spins;
-    if (idle_spins < spins_before_yield_) continue;
+    if (idle_spins < spin_polls) continue;
     auto now = Clock::now();
-    if (idle_spins == spins_before_yield_) {  // the first idle moment of this stall
+    if (idle_spins == spin_polls) {  // the first idle moment of this stall
       last_progress = now;
       watch.stall_begins(now);
     }
@@ -176,7 +184,10 @@ void Engine::wait_links() {
     if (all_fd && now - last_progress > std::chrono::microseconds(200)) {
       ::poll(fds.data(), fds.size(), 10);
     } else if (now - last_progress < std::chrono::milliseconds(5)) {
+      const auto before = Clock::now();
       sched_yield();
+      ++yields;
+      switched += Clock::now() - before >= WaitPolicy::kSwitchedYield;
     } else {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }

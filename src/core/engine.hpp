@@ -15,6 +15,7 @@
 #include "ground/plan.hpp"
 #include "ground/reduce.hpp"
 #include "core/store_chooser.hpp"
+#include "core/wait_policy.hpp"
 #include "strata/types.hpp"
 
 namespace strata {
@@ -75,7 +76,7 @@ class Engine {
   ControlChannel control_;
   std::array<std::unique_ptr<Executor>, kNumMemoryKinds> executors_;  // by memory kind
   std::vector<Link*> active_;
-  unsigned spins_before_yield_;
+  WaitPolicy waits_;  // how long wait_links spins before yielding
   std::array<bool, kNumMemoryKinds> streaming_stores_{};  // by kind: what its links were last told
   std::array<bool, kNumMemoryKinds> links_forward_{};     // set once: the links do not change
 };

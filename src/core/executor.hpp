@@ -24,12 +24,13 @@ class Executor {
   virtual void reduce(char* dst, const char* src, size_t count, const Reduction& how) = 0;
   // The op's final step in place (avg: divides by `nranks`).
   virtual void finalize(char* buf, size_t count, DataType type, ReduceOp op, int nranks) = 0;
-  // What the local steps wrote so far is visible to the links before transfers are posted.
+  // What the local steps wrote so far is visible to the links (before transfers are posted)
+  // and to the host (at the end of a call, which the engine settles too).
   virtual void settle() = 0;
 };
 
-// The executor for `kind`. Device memory's needs the device layer (ground/device), which
-// is not wired yet: InvalidUsage says so.
+// The executor for `kind`: host memory's runs the steps inline; device memory's queues
+// them on a stream of its own (InvalidUsage when there is no device backend).
 std::unique_ptr<Executor> make_executor(MemoryKind kind);
 
 }  // namespace strata

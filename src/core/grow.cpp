@@ -78,7 +78,7 @@ Comm connect_grown(int rank, int nranks, const std::vector<bootstrap::RankInfo>&
                    const bootstrap::Secret& secret, uint64_t tag, const Config& cfg) {
   try {
     return CommState::create(rank, nranks, table, listener, secret, tag, cfg,
-                             build_hierarchy(hosts_of(table), {}, settings::text("STRATA_LINK_MODEL")));
+                             hierarchy_of(table, {}));
   } catch (const PeerError& e) {  // TimeoutError too
     const std::string what = std::string("grow: connecting the grown communicator failed: ") + e.what();
     if (e.kind() == ErrorKind::timeout) throw TimeoutError(e.peer(), what);

@@ -1,7 +1,7 @@
 // A communicator's scratch memory, what plans address as Buf::scratch: one block per memory
 // kind, grown to the largest call so far and never shrunk; its contents do not outlive a
-// call. Host blocks are page-aligned; device blocks will come from the device layer's
-// memory (ground/device) once it is wired.
+// call. Host blocks are page-aligned; device blocks come from the device backend's memory
+// (ground/device).
 #pragma once
 
 #include <array>
@@ -15,8 +15,8 @@ namespace strata {
 class Scratch {
  public:
   // At least `bytes` of `kind` memory (null while nothing was asked for). A larger request
-  // replaces the block without keeping what it held. Device memory: InvalidUsage, the
-  // device layer is not wired yet.
+  // replaces the block without keeping what it held. Device memory without a device
+  // backend: InvalidUsage.
   void* get(MemoryKind kind, size_t bytes) {
     Block& b = blocks_[static_cast<size_t>(kind)];
     return bytes <= b.bytes ? b.p.get() : grow(kind, bytes);
@@ -25,6 +25,7 @@ class Scratch {
  private:
   void* grow(MemoryKind kind, size_t bytes);
   struct Free {
+    MemoryKind kind;  // no initializer (a nested class with one is not default-constructible yet); value-initialized: host
     void operator()(void* p) const;
   };
   struct Block {

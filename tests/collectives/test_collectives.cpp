@@ -122,4 +122,44 @@ std::vector<Config> configs() {
 INSTANTIATE_TEST_SUITE_P(Run, Collectives, ::testing::ValuesIn(configs()),
                          [](const ::testing::TestParamInfo<Config>& i) { return i.param.name; });
 
+// The worker's --device mode (worker_checks.hpp, DeviceMode) on the emulated backend (or
+// the one STRATA_DEVICE names: tools/gpu-check runs these on cuda): every
+// collective x type x op at --quick's sizes (0, 1, 7, 1001, a 4 KiB chunk +-1 elements), in
+// and out of place, each call's inputs written just before it and its output read just
+// after it on its stream, plus point-to-point and groups on device buffers. One rank runs
+// the device executor alone; more ranks move device buffers over the IPC link on one
+// host and by staging between the emulated hosts of --hosts 2, and the matrix narrows as
+// ranks grow (time: each call is stream-ordered).
+class DeviceCollectives : public ::testing::TestWithParam<Config> {};
+
+TEST_P(DeviceCollectives, AllRanksPass) {
+  const Config& c = GetParam();
+  std::map<std::string, std::string> env = c.env;
+  env["STRATA_TIMEOUT"] = "60";
+  env["STRATA_DEVICE"] = strata_test::device_under_test();
+  if (!c.launch.empty() && !can_make_namespaces())
+    GTEST_SKIP() << "cannot create network namespaces here (needs root and CAP_NET_ADMIN): emulated cluster not tested";
+  expect_worker_job_passes(c.name, c.n, env, c.launch, c.args, c.deadline_s);
+}
+
+std::vector<Config> device_configs() {
+  const std::map<std::string, std::string> delays{{"STRATA_EMULATED_DELAY_US", "50"}};
+  const std::vector<std::string> all{"--quick", "--device"};
+  std::vector<Config> v;
+  v.push_back({"device_n1", 1, {}, all, 200});
+  v.push_back({"device_n1_delays", 1, delays, all, 200});
+  v.push_back({"device_n2", 2, {}, all, 300});
+  v.push_back({"device_n3", 3, {}, {"--quick", "--device", "--types=float,bfloat16,int32,uint8,f8e4m3"}, 300});
+  v.push_back({"device_n4_delays", 4, delays, {"--quick", "--device", "--types=float,float16,int64,f8e5m2"}, 300});
+  // Small chunks: many pieces per message, chunk boundaries at --quick's 4 KiB sizes.
+  v.push_back({"device_chunks_n3", 3, {{"STRATA_CHUNK_BYTES", "4096"}},
+               {"--quick", "--device", "--types=float,int8", "--no-misc"}, 300});
+  // Two emulated hosts (network namespaces): staging across, IPC inside.
+  v.push_back({"device_hosts2_n4", 4, {}, {"--quick", "--device", "--types=float,bfloat16,int32"}, 300, {"--hosts", "2"}});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Run, DeviceCollectives, ::testing::ValuesIn(device_configs()),
+                         [](const ::testing::TestParamInfo<Config>& i) { return i.param.name; });
+
 }  // namespace

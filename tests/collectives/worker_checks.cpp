@@ -36,16 +36,49 @@ void Reporter::result(const std::string& desc, const std::string& why) {
   }
 }
 
+DeviceMode& device_mode() {
+  static DeviceMode m;
+  return m;
+}
+
+void Buf::release() {
+  if (dev_) strata::free(dev_);
+  if (raw_ && device_mode().on) strata::free(raw_);
+  else std::free(raw_);
+  raw_ = dev_ = nullptr;
+}
+
 void Buf::alloc(size_t bytes) {
-  std::free(raw_);
-  raw_ = nullptr;
+  release();
   bytes_ = bytes;
-  if (posix_memalign(&raw_, 64, bytes + 2 * kGuard) != 0) {
+  const size_t total = bytes + 2 * kGuard;
+  if (device_mode().on) {
+    // Pinned host memory: on CUDA a copy to or from pageable memory waits for its stream,
+    // which would hide a missing order between the call and the copies around it.
+    raw_ = strata::alloc(total, strata::MemoryKind::host);
+    dev_ = strata::alloc(total, strata::MemoryKind::device);
+  } else if (posix_memalign(&raw_, 64, total) != 0) {
+    raw_ = nullptr;
+  }
+  if (!raw_) {
     fprintf(stderr, "out of memory allocating %zu bytes\n", bytes);
     exit(3);
   }
   std::memset(raw_, kGuardByte, kGuard);
   std::memset(data() + bytes, kGuardByte, kGuard);
+}
+
+void* Buf::on_device(const void* p) const {
+  if (!p || !dev_) return const_cast<void*>(p);
+  return static_cast<uint8_t*>(dev_) + (static_cast<const uint8_t*>(p) - static_cast<const uint8_t*>(raw_));
+}
+
+void Buf::to_device(strata::device::Stream s) const {
+  if (dev_) strata::device::memcpy_async(dev_, raw_, bytes_ + 2 * kGuard, s);
+}
+
+void Buf::to_host(strata::device::Stream s) {
+  if (dev_) strata::device::memcpy_async(raw_, dev_, bytes_ + 2 * kGuard, s);
 }
 
 void Buf::fill_sentinel() { std::memset(data(), kSentinel, bytes_); }

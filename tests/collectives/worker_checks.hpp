@@ -5,6 +5,7 @@
 #pragma once
 
 #include <strata/collective.hpp>
+#include <strata/device.hpp>
 #include <strata/strata.hpp>
 
 #include <cmath>
@@ -45,17 +46,39 @@ void guarded(const Reporter& rep, const std::string& desc, F f) {
   }
 }
 
+// ---------------------------------------------------------------- device mode
+// --device: every buffer the library sees is device memory (strata::alloc), the twin of a
+// host buffer in pinned memory that the checks read. A call's buffers are copied in just
+// before it and out just after it on the call's own stream, with no synchronisation in
+// between, so a call that is not ordered on its stream reads stale inputs or has its
+// output read before it wrote it (reliably so with STRATA_EMULATED_DELAY_US on).
+struct DeviceMode {
+  bool on = false;
+  strata::device::Stream stream = nullptr;  // the worker's stream (nullptr: the default one)
+};
+DeviceMode& device_mode();
+
 // ---------------------------------------------------------------- buffers
-// Host buffer with guard bytes on both sides, to catch writes out of bounds.
+// Host buffer with guard bytes on both sides, to catch writes out of bounds. In device
+// mode it has a device twin of the same layout (guards included).
 class Buf {
  public:
   Buf() = default;
   explicit Buf(size_t bytes) { alloc(bytes); }
-  ~Buf() { std::free(raw_); }
+  ~Buf() { release(); }
   Buf(const Buf&) = delete;
   Buf& operator=(const Buf&) = delete;
-  Buf(Buf&& o) noexcept : raw_(o.raw_), bytes_(o.bytes_) { o.raw_ = nullptr; }
+  Buf(Buf&& o) noexcept : raw_(o.raw_), dev_(o.dev_), bytes_(o.bytes_) { o.raw_ = o.dev_ = nullptr; }
   void alloc(size_t bytes);
+  // The twin's address of `p`, a pointer into this buffer (null stays null); `p` itself
+  // when not in device mode.
+  void* on_device(const void* p) const;
+  bool holds(const void* p) const {
+    return raw_ && p >= raw_ && p < static_cast<const uint8_t*>(raw_) + bytes_ + 2 * kGuard;
+  }
+  // Device mode: the whole buffer to its twin, or back, queued on `s`.
+  void to_device(strata::device::Stream s) const;
+  void to_host(strata::device::Stream s);
   bool allocated() const { return raw_ != nullptr; }
   uint8_t* data() const { return static_cast<uint8_t*>(raw_) + kGuard; }
   template <class S>
@@ -70,7 +93,9 @@ class Buf {
 
  private:
   static constexpr size_t kGuard = 64;
+  void release();
   void* raw_ = nullptr;
+  void* dev_ = nullptr;  // device mode: the twin
   size_t bytes_ = 0;
 };
 

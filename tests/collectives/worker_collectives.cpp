@@ -108,33 +108,64 @@ class CollCase : public CaseBase {
     }
   }
 
-  void run_blocking(Comm& c) override {
+  Request issue(Comm& c, Issue how, device::Stream st) override {
+    const void* s = twin(send_);
+    void* r = twin(recv_);
+    const size_t n = k_.count;
+    const bool on = how == Issue::stream, async = how == Issue::async;
     switch (k_.coll) {
-      case Collective::all_reduce: c.all_reduce(send_, recv_, k_.count, D, k_.op); break;
-      case Collective::reduce_scatter: c.reduce_scatter(send_, recv_, k_.count, D, k_.op); break;
-      case Collective::all_gather: c.all_gather(send_, recv_, k_.count, D); break;
-      case Collective::broadcast: c.broadcast(send_, recv_, k_.count, D, k_.root); break;
-      case Collective::reduce: c.reduce(send_, recv_, k_.count, D, k_.op, k_.root); break;
-      case Collective::all_to_all: c.all_to_all(send_, recv_, k_.count, D); break;
-      default: break;
-    }
-  }
-  Request launch(Comm& c) override {
-    switch (k_.coll) {
-      case Collective::all_reduce: return c.all_reduce_async(send_, recv_, k_.count, D, k_.op);
-      case Collective::reduce_scatter: return c.reduce_scatter_async(send_, recv_, k_.count, D, k_.op);
-      case Collective::all_gather: return c.all_gather_async(send_, recv_, k_.count, D);
-      case Collective::broadcast: return c.broadcast_async(send_, recv_, k_.count, D, k_.root);
-      case Collective::reduce: return c.reduce_async(send_, recv_, k_.count, D, k_.op, k_.root);
-      case Collective::all_to_all: return c.all_to_all_async(send_, recv_, k_.count, D);
+      case Collective::all_reduce:
+        if (on) return c.all_reduce(s, r, n, D, k_.op, st);
+        if (async) return c.all_reduce_async(s, r, n, D, k_.op);
+        c.all_reduce(s, r, n, D, k_.op);
+        break;
+      case Collective::reduce_scatter:
+        if (on) return c.reduce_scatter(s, r, n, D, k_.op, st);
+        if (async) return c.reduce_scatter_async(s, r, n, D, k_.op);
+        c.reduce_scatter(s, r, n, D, k_.op);
+        break;
+      case Collective::all_gather:
+        if (on) return c.all_gather(s, r, n, D, st);
+        if (async) return c.all_gather_async(s, r, n, D);
+        c.all_gather(s, r, n, D);
+        break;
+      case Collective::broadcast:
+        if (on) return c.broadcast(s, r, n, D, k_.root, st);
+        if (async) return c.broadcast_async(s, r, n, D, k_.root);
+        c.broadcast(s, r, n, D, k_.root);
+        break;
+      case Collective::reduce:
+        if (on) return c.reduce(s, r, n, D, k_.op, k_.root, st);
+        if (async) return c.reduce_async(s, r, n, D, k_.op, k_.root);
+        c.reduce(s, r, n, D, k_.op, k_.root);
+        break;
+      case Collective::all_to_all:
+        if (on) return c.all_to_all(s, r, n, D, st);
+        if (async) return c.all_to_all_async(s, r, n, D);
+        c.all_to_all(s, r, n, D);
+        break;
       default: break;
     }
     return {};
+  }
+  void upload(device::Stream st) override {
+    a_.to_device(st);
+    b_.to_device(st);
+  }
+  void download(device::Stream st) override {
+    a_.to_host(st);
+    b_.to_host(st);
   }
 
   std::string check() override { return expected_.check(a_, b_, recv_); }
 
  private:
+  // The pointer the library gets for one of ours: its device twin in device mode.
+  template <class P>
+  P* twin(P* p) const {
+    return static_cast<P*>(b_.holds(p) ? b_.on_device(p) : a_.on_device(p));
+  }
+
   CollCall k_;
   Expected<D> expected_;
   Buf a_, b_;  // the send (or in-place) buffer and a separate output
@@ -240,20 +271,35 @@ std::vector<CaseSpec> build_matrix(const Options& o, int n) {
   return v;
 }
 
-void run_case(Comm& comm, Reporter& rep, CaseBase& cs, bool use_async) {
+Request start_case(Comm& c, CaseBase& cs, Issue how, device::Stream stream) {
+  const bool device = device_mode().on;
+  if (how != Issue::stream) stream = nullptr;  // the calls without a stream use the default one
+  if (device) cs.upload(stream);
+  Request r = cs.issue(c, how, stream);
+  if (device) cs.download(stream);
+  return r;
+}
+
+void finish_case(Issue how, device::Stream stream) {
+  if (device_mode().on) device::stream_synchronize(how == Issue::stream ? stream : nullptr);
+}
+
+void run_case(Comm& comm, Reporter& rep, CaseBase& cs, size_t index) {
+  // Host: every third case async. Device: mostly on the worker's stream, and in turn the
+  // forms without a stream (the default stream).
+  static constexpr Issue kHost[] = {Issue::blocking, Issue::blocking, Issue::async};
+  static constexpr Issue kDevice[] = {Issue::stream, Issue::async, Issue::stream, Issue::blocking};
+  const Issue how = device_mode().on ? kDevice[index % 4] : kHost[index % 3];
+  const char* how_text = how == Issue::async ? " (async)" : how == Issue::stream ? " (on a stream)" : "";
   double t0 = mono_s();
   cs.prepare();
   double t1 = mono_s();
   try {
-    if (use_async) {
-      Request r = cs.launch(comm);
-      r.wait();
-    } else {
-      cs.run_blocking(comm);
-    }
+    Request r = start_case(comm, cs, how, device_mode().stream);
+    finish_case(how, device_mode().stream);
+    r.wait();
   } catch (const Error& e) {
-    fprintf(stderr, "FAIL rank %d/%d: %s%s: threw %s\n", rep.rank, rep.n, cs.desc.c_str(),
-            use_async ? " (async)" : "", e.what());
+    fprintf(stderr, "FAIL rank %d/%d: %s%s: threw %s\n", rep.rank, rep.n, cs.desc.c_str(), how_text, e.what());
     exit(2);
   }
   double t2 = mono_s();
@@ -261,7 +307,7 @@ void run_case(Comm& comm, Reporter& rep, CaseBase& cs, bool use_async) {
   if (rep.verbose)
     printf("timing %s: prepare %.3f s, run %.3f s, check %.3f s\n", cs.desc.c_str(), t1 - t0, t2 - t1,
            mono_s() - t2);
-  rep.result(cs.desc, err);
+  rep.result(cs.desc + how_text, err);
 }
 
 }  // namespace strata_test

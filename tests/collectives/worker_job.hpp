@@ -18,10 +18,10 @@ namespace strata_test {
 inline void expect_worker_job_passes(const std::string& name, int n, const std::map<std::string, std::string>& env,
                                      const std::vector<std::string>& launch, const std::vector<std::string>& args,
                                      double deadline_s) {
-  std::vector<std::string> argv{STRATA_RUN_PATH, "-n", std::to_string(n)};
+  std::vector<std::string> argv{sibling_program(STRATA_RUN_PATH), "-n", std::to_string(n)};
   argv.insert(argv.end(), launch.begin(), launch.end());
   argv.push_back("--");
-  argv.push_back(STRATA_WORKER_PATH);
+  argv.push_back(sibling_program(STRATA_WORKER_PATH));
   argv.insert(argv.end(), args.begin(), args.end());
   std::string cmd;
   for (auto& [k, v] : env) cmd += k + "=" + v + " ";

@@ -17,6 +17,28 @@ using namespace strata;
 
 namespace {
 
+// Device mode: the worker's stream, and point-to-point calls on a buffer's device twin on
+// it (host mode: the blocking calls on the buffer itself).
+device::Stream stream() { return device_mode().stream; }
+void send(Comm& c, Buf& b, size_t count, DataType t, int peer) {
+  if (device_mode().on) c.send(b.on_device(b.data()), count, t, peer, stream());
+  else c.send(b.data(), count, t, peer);
+}
+void recv(Comm& c, Buf& b, size_t count, DataType t, int peer) {
+  if (device_mode().on) c.recv(b.on_device(b.data()), count, t, peer, stream());
+  else c.recv(b.data(), count, t, peer);
+}
+// Device mode: buffers in before the calls and out after them, all on the worker's stream.
+void upload(std::vector<Buf*> bufs) {
+  for (Buf* b : bufs) b->to_device(stream());
+}
+void download_and_wait(std::vector<Buf*> bufs) {
+  if (!device_mode().on) return;
+  for (Buf* b : bufs) b->to_host(stream());
+  device::stream_synchronize(stream());
+}
+// The form a test that wants a call in flight uses: _async, or on a stream in device mode.
+Issue in_flight() { return device_mode().on ? Issue::stream : Issue::async; }
 
 // Blocking send/recv around a ring; even ranks send first, odd ranks receive first.
 void test_p2p_ring(Comm& comm, Reporter& rep, const std::vector<DataType>& types, uint64_t seed) {
@@ -32,13 +54,15 @@ void test_p2p_ring(Comm& comm, Reporter& rep, const std::vector<DataType>& types
       fill_raw(sb, msg_base(s, r, next, 0));
       rb.fill_sentinel();
       guarded(rep, desc, [&] {
+        upload({&sb, &rb});
         if (r % 2 == 0) {
-          comm.send(sb.data(), count, t, next);
-          comm.recv(rb.data(), count, t, prev);
+          send(comm, sb, count, t, next);
+          recv(comm, rb, count, t, prev);
         } else {
-          comm.recv(rb.data(), count, t, prev);
-          comm.send(sb.data(), count, t, next);
+          recv(comm, rb, count, t, prev);
+          send(comm, sb, count, t, next);
         }
+        download_and_wait({&sb, &rb});
       });
       std::string err = check_raw(rb, msg_base(s, prev, r, 0), sz, "received data");
       if (err.empty()) err = check_raw(sb, msg_base(s, r, next, 0), sz, "send buffer (must not change)");
@@ -122,41 +146,49 @@ void test_group_p2p(Comm& comm, Reporter& rep, uint64_t seed) {
                          ") type=" + name(t) + " count=" + std::to_string(count) +
                          " nranks=" + std::to_string(n);
       std::string err;
+      std::vector<Buf*> all;
+      for (int q = 0; q < n; ++q) all.push_back(&sb[q]), all.push_back(&rb[q]);
+      // In device mode the _async forms have no stream: that group is ordered on the
+      // default stream and the worker's at once.
+      auto dev = [](Buf& b) { return b.on_device(b.data()); };
       guarded(rep, desc, [&] {
+        upload(all);
         if (v == 0) {
           comm.group_start();
           for (int q = 0; q < n; ++q) {
-            comm.send(sb[q].data(), count, t, q);
-            comm.recv(rb[q].data(), count, t, q);
+            send(comm, sb[q], count, t, q);
+            recv(comm, rb[q], count, t, q);
           }
           comm.group_end();
         } else if (v == 1) {
           comm.group_start();
           comm.group_start();
           for (int q = 0; q < n; ++q) {
-            Request x = comm.send_async(sb[q].data(), count, t, q);
+            Request x = comm.send_async(dev(sb[q]), count, t, q);
             if (x.valid()) err = "send_async inside a group returned a non-empty Request";
           }
           comm.group_end();
           for (int q = 0; q < n; ++q) {
-            Request x = comm.recv_async(rb[q].data(), count, t, q);
+            Request x = comm.recv_async(dev(rb[q]), count, t, q);
             if (x.valid()) err = "recv_async inside a group returned a non-empty Request";
           }
           comm.group_end();
         } else if (v == 2) {
           comm.group_start();
           for (int q = 0; q < n; ++q) {
-            comm.recv(rb[q].data(), count, t, q);
-            comm.send(sb[q].data(), count, t, q);
+            recv(comm, rb[q], count, t, q);
+            send(comm, sb[q], count, t, q);
           }
           Request x = comm.group_end_async();
+          download_and_wait(all);
           x.wait();
         } else {
           comm.group_start();
-          for (int q = n - 1; q >= 0; --q) comm.recv(rb[q].data(), count, t, q);
-          for (int q = n - 1; q >= 0; --q) comm.send(sb[q].data(), count, t, q);
+          for (int q = n - 1; q >= 0; --q) recv(comm, rb[q], count, t, q);
+          for (int q = n - 1; q >= 0; --q) send(comm, sb[q], count, t, q);
           comm.group_end();
         }
+        if (v != 2) download_and_wait(all);
       });
       for (int q = 0; q < n && err.empty(); ++q)
         err = check_raw(rb[q], msg_base(seed + variant, q, r, 0), sz,
@@ -183,10 +215,11 @@ void test_async_mix(Comm& comm, Reporter& rep, uint64_t seed) {
   guarded(rep, desc, [&] {
     std::vector<Request> reqs;
     for (size_t i = 0; i < cs.size(); ++i) {
-      reqs.push_back(cs[i]->launch(comm));
-      if (i == 3) reqs.push_back(comm.barrier_async());
+      reqs.push_back(start_case(comm, *cs[i], in_flight(), stream()));
+      if (i == 3) reqs.push_back(device_mode().on ? comm.barrier(stream()) : comm.barrier_async());
     }
     for (size_t i = reqs.size(); i-- > 0;) reqs[i].wait();
+    finish_case(in_flight(), stream());
   });
   std::string err;
   for (auto& c : cs) {
@@ -200,12 +233,13 @@ void test_async_mix(Comm& comm, Reporter& rep, uint64_t seed) {
   c->prepare();
   std::string d2 = "Request::test() polling on all_reduce_async, nranks=" + std::to_string(n);
   guarded(rep, d2, [&] {
-    Request q = c->launch(comm);
+    Request q = start_case(comm, *c, in_flight(), stream());
     double t0 = mono_s();
     while (!q.test()) {
       if (mono_s() - t0 > 120) throw InternalError("test() never returned true");
       std::this_thread::yield();
     }
+    finish_case(in_flight(), stream());
   });
   rep.result(d2, c->check());
 }
@@ -221,13 +255,14 @@ void test_async_returns_at_once(Comm& comm, Reporter& rep, uint64_t seed) {
   guarded(rep, desc, [&] {
     if (r == n - 1) std::this_thread::sleep_for(std::chrono::milliseconds(1000));
     double t0 = mono_s();
-    Request q = c->launch(comm);
+    Request q = start_case(comm, *c, in_flight(), stream());
     double dt = mono_s() - t0;
     if (r != n - 1) {
       if (dt > 0.5) err = "all_reduce_async took " + std::to_string(dt) + " s to return";
       else if (q.test()) err = "test() reported completion although the last rank had not joined";
     }
     q.wait();
+    finish_case(in_flight(), stream());
   });
   std::string e = c->check();
   rep.result(desc, err.empty() ? e : err);
@@ -245,8 +280,14 @@ void test_barrier(Comm& comm, Reporter& rep) {
     guarded(rep, desc, [&] {
       if (r == it % n) std::this_thread::sleep_for(std::chrono::milliseconds(150));
       times[0] = static_cast<int64_t>(mono_s() * 1e9);
-      if (it % 2) comm.barrier_async().wait();
-      else comm.barrier();
+      if (it % 2 && device_mode().on) {
+        comm.barrier(stream());  // leaving is the stream passing it
+        device::stream_synchronize(stream());
+      } else if (it % 2) {
+        comm.barrier_async().wait();
+      } else {
+        comm.barrier();
+      }
       times[1] = static_cast<int64_t>(mono_s() * 1e9);
       comm.all_gather(times, all.data(), 2, DataType::int64);
     });
@@ -366,7 +407,10 @@ void test_split(Comm& comm, Reporter& rep, uint64_t seed) {
   // the parent still works after its children are gone
   auto c = make_case(comm, Collective::all_reduce, DataType::float32, ReduceOp::sum, 4097, false, -1, seed + 99);
   c->prepare();
-  guarded(rep, "all_reduce on parent after split", [&] { c->run_blocking(comm); });
+  guarded(rep, "all_reduce on parent after split", [&] {
+    start_case(comm, *c, Issue::blocking);
+    finish_case(Issue::blocking);
+  });
   rep.result("all_reduce on parent after split/destroy of children, nranks=" + std::to_string(n), c->check());
 }
 

@@ -265,6 +265,21 @@ std::string tail(const std::string& s, size_t max_chars) {
   return "...[" + std::to_string(s.size() - max_chars) + " chars cut]...\n" + s.substr(s.size() - max_chars);
 }
 
+std::string sibling_program(const std::string& built_path) {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return built_path;
+  std::string dir(self, static_cast<size_t>(n));
+  dir.resize(dir.rfind('/') + 1);
+  const std::string beside = dir + built_path.substr(built_path.rfind('/') + 1);
+  return access(beside.c_str(), X_OK) == 0 ? beside : built_path;
+}
+
+std::string device_under_test() {
+  const char* d = std::getenv("STRATA_DEVICE");
+  return d && *d ? d : "emulated";
+}
+
 std::vector<std::string> lines_containing(const std::string& s, const std::string& needle) {
   std::vector<std::string> out;
   std::istringstream in(s);

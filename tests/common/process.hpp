@@ -87,6 +87,16 @@ std::string tail(const std::string& s, size_t max_chars = 6000);
 // system's (a pyenv shim on PATH may hide Debian's python3-torch); "" when none can.
 std::string find_torch_python();
 
+// The program a test runs: the file named like `built_path` beside this test's own
+// executable where there is one (a bundle carried to another machine, tools/gpu-pack),
+// else `built_path` (the build tree, where the two are the same file).
+std::string sibling_program(const std::string& built_path);
+
+// The device backend the device tests run their ranks on: $STRATA_DEVICE of the test
+// process (tools/gpu-check sets cuda), else the emulated backend. (make_env drops STRATA_*
+// from what children inherit, so a test passes this on explicitly.)
+std::string device_under_test();
+
 // The lines of `s` that contain `needle`.
 std::vector<std::string> lines_containing(const std::string& s, const std::string& needle);
 

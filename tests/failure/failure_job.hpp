@@ -126,6 +126,12 @@ inline bool names_rank(const std::string& msg, int r) {
 
 // Common checks for a survivor that caught an error: later calls throw promptly and
 // destroy() returns.
+// A survivor of a failed device call: its stream was released and its device still copies.
+inline void check_device_usable(const ProcResult& p, int r) {
+  EXPECT_FALSE(marker_line(p, "DEVICE-USABLE").empty()) << "rank " << r << ": the device did not work after the error\n"
+                                                        << p.err;
+}
+
 inline void check_after_error(const ProcResult& p, int r) {
   std::string second = marker_line(p, "SECOND-CALL-THREW");
   EXPECT_FALSE(second.empty()) << "rank " << r << ": a call after the error did not throw\n" << p.err;
@@ -146,10 +152,13 @@ inline void check_after_error(const ProcResult& p, int r) {
 // Rank 2 of 4 SIGKILLs itself ~100 ms into a loop of 64 MiB all_reduces: every survivor
 // must catch a PeerError/TimeoutError naming rank 2 within 10 s (STRATA_TIMEOUT is 20),
 // later calls must throw and destroy() must return. `env` for every rank, `per_rank` on top.
+// `mode`: the worker's (killed, or device-killed: then each survivor's device must still
+// work afterwards).
 inline void expect_killed_rank_reported(const std::map<std::string, std::string>& env,
-                                        const std::vector<std::map<std::string, std::string>>& per_rank) {
+                                        const std::vector<std::map<std::string, std::string>>& per_rank,
+                                        const std::string& mode = "killed") {
   const int T = 20, n = 4;
-  Job j = spawn({STRATA_FAILURE_WORKER_PATH, "killed"}, n, with(env, {{"STRATA_TIMEOUT", std::to_string(T)}}),
+  Job j = spawn({STRATA_FAILURE_WORKER_PATH, mode}, n, with(env, {{"STRATA_TIMEOUT", std::to_string(T)}}),
                 per_rank, T + 30);
   std::cout << "wall " << j.wall_s << " s\n";
   ASSERT_EQ(j.ranks.size(), size_t(n));
@@ -170,6 +179,7 @@ inline void expect_killed_rank_reported(const std::map<std::string, std::string>
     EXPECT_TRUE(names_rank(field(caught, "msg"), 2)) << "rank " << r << ": message does not name rank 2: " << caught;
     EXPECT_EQ(field(caught, "peer"), "2") << "rank " << r << ": PeerError::peer() is not 2: " << caught;
     EXPECT_LT(num(field(caught, "after")), 10.0) << "rank " << r << " noticed late: " << caught;
+    if (mode != "killed") check_device_usable(p, r);
     check_after_error(p, r);
   }
 }

@@ -14,6 +14,10 @@
 //   stopped: all ranks loop over a 256 KiB all_reduce; rank FAILURE_STOP_RANK SIGSTOPs
 //            itself FAILURE_STOP_AFTER_MS into the loop (a child kills it STRATA_TIMEOUT
 //            + 2.5 s after the loop starts). Survivors must time out naming it, not a neighbour waiting on it.
+//   device-killed, device-stopped: the same on device buffers (STRATA_DEVICE), each
+//            all_reduce on a stream followed by a synchronisation of that stream: the
+//            failure must release the stream, and a survivor checks that its device still
+//            copies bytes in and out afterwards (DEVICE-USABLE).
 //
 // Exit codes: 3 caught the expected error (survivor), 0 the stuck rank finished,
 // 4 no error where one was expected, 5 an all_reduce returned a wrong result,
@@ -22,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <strata/device.hpp>
 #include <strata/strata.hpp>
 
 #include "worker_common.hpp"
@@ -31,6 +36,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -51,24 +57,80 @@ int timeout_s() {
   return t ? atoi(t) : 30;
 }
 
-// All ranks loop over float all_reduces of `count` until one fails (then after_error) or
-// 3 × STRATA_TIMEOUT passes (exit code 4).
-int loop_all_reduces(Comm& comm, std::vector<float>& x, std::vector<float>& y) {
+// All ranks repeat `call` until it fails (then `caught`, and after_error) or 3 ×
+// STRATA_TIMEOUT passes (exit code 4).
+int loop_until_error(Comm& comm, const std::function<void()>& call, const std::function<void()>& caught) {
   const double t0 = mono_s();
   double t_op = t0;
   int it = 0;
   try {
     for (; mono_s() - t0 < 3.0 * timeout_s(); ++it) {
       t_op = mono_s();
-      comm.all_reduce(x.data(), y.data(), x.size(), DataType::float32, ReduceOp::sum);
+      call();
     }
   } catch (const Error& e) {
     fprintf(stderr, "ITERATIONS %d loop_time=%.3f\n", it, mono_s() - t0);
     report("CAUGHT", e, mono_s() - t_op);
+    caught();
     after_error(comm);
   }
   fprintf(stderr, "NO-ERROR after %d iterations\n", it);
   return 4;
+}
+
+// The loop over host float all_reduces.
+int loop_all_reduces(Comm& comm, std::vector<float>& x, std::vector<float>& y) {
+  return loop_until_error(
+      comm, [&] { comm.all_reduce(x.data(), y.data(), x.size(), DataType::float32, ReduceOp::sum); }, [] {});
+}
+
+// After a device call failed: the device still works (a copy in and out of device memory
+// on the stream the call used gives the bytes back).
+void check_device_usable(device::Stream s) {
+  const size_t n = 4096;
+  auto* in = static_cast<uint8_t*>(strata::alloc(n, MemoryKind::host));
+  auto* out = static_cast<uint8_t*>(strata::alloc(n, MemoryKind::host));
+  void* d = strata::alloc(n);
+  for (size_t i = 0; i < n; ++i) in[i] = static_cast<uint8_t>(i * 13), out[i] = 0;
+  const double t = mono_s();
+  device::memcpy_async(d, in, n, s);
+  device::memcpy_async(out, d, n, s);
+  device::stream_synchronize(s);
+  fprintf(stderr, "%s after=%.3f\n", std::memcmp(in, out, n) == 0 ? "DEVICE-USABLE" : "DEVICE-BROKEN", mono_s() - t);
+  strata::free(d);
+  strata::free(in);
+  strata::free(out);
+}
+
+// The loop above on device buffers: each all_reduce on a stream, then the stream is
+// synchronised (it must be released when a peer fails) and the Request waited on.
+// `start` runs once every rank is connected and in step, before the loop.
+int loop_device_all_reduces(Comm& comm, size_t count, const std::function<void()>& start) {
+  device::Stream s = device::stream_create();
+  void* x = strata::alloc(count * sizeof(float));
+  void* y = strata::alloc(count * sizeof(float));
+  device::memset_async(x, 0, count * sizeof(float), s);
+  device::stream_synchronize(s);
+  comm.barrier();
+  start();
+  return loop_until_error(
+      comm,
+      [&] {
+        Request r = comm.all_reduce(x, y, count, DataType::float32, ReduceOp::sum, s);
+        device::stream_synchronize(s);
+        r.wait();
+      },
+      [&] { check_device_usable(s); });
+}
+
+int mode_device(Comm& comm, int sig) {
+  const int victim = sig == SIGKILL ? 2 : env_int("FAILURE_STOP_RANK", 0);
+  return loop_device_all_reduces(comm, sig == SIGKILL ? (size_t(4) << 20) / sizeof(float) : 65536, [&] {
+    if (comm.rank() != victim) return;
+    if (sig == SIGSTOP) strata_test::reap_later(timeout_s() + 2.5);
+    signal_self_after(env_int("FAILURE_STOP_AFTER_MS", 100) * 1000L, sig,
+                      sig == SIGKILL ? "RANK2-KILLING-ITSELF" : "STOPPING-ITSELF");
+  });
 }
 
 int mode_killed(Comm& comm) {
@@ -198,6 +260,8 @@ int main(int argc, char** argv) {
     if (mode == "abort") return mode_abort(comm);
     if (mode == "departs") return mode_rank1_absent(comm, true);
     if (mode == "stopped") return mode_stopped(comm);
+    if (mode == "device-killed") return mode_device(comm, SIGKILL);
+    if (mode == "device-stopped") return mode_device(comm, SIGSTOP);
   } catch (const Error& e) {
     report("UNEXPECTED", e, 0);
     return 11;

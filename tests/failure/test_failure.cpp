@@ -20,7 +20,7 @@ namespace {
 
 Job spawn_job(int n, const std::string& mode, int timeout_s,
               const std::map<std::string, std::string>& extra_env, double deadline_s) {
-  return spawn({STRATA_FAILURE_WORKER_PATH, mode}, n, with(extra_env, {{"STRATA_TIMEOUT", std::to_string(timeout_s)}}),
+  return spawn({sibling_program(STRATA_FAILURE_WORKER_PATH), mode}, n, with(extra_env, {{"STRATA_TIMEOUT", std::to_string(timeout_s)}}),
                {}, deadline_s);
 }
 
@@ -29,6 +29,12 @@ Job spawn_job(int n, const std::string& mode, int timeout_s,
 TEST(Failure, KilledRankMidAllReduceShm) { expect_killed_rank_reported({}, {}); }
 
 TEST(Failure, KilledRankMidAllReduceTcp) { expect_killed_rank_reported({{"STRATA_TRANSPORT", "tcp"}}, {}); }
+
+// The same on device buffers over the IPC link (emulated backend): the survivors' streams
+// are released and their devices still work.
+TEST(Failure, KilledRankMidDeviceAllReduce) {
+  expect_killed_rank_reported({{"STRATA_DEVICE", device_under_test()}}, {}, "device-killed");
+}
 
 TEST(Failure, StuckRankTimesOut) {
   const int T = 3, n = 3;
@@ -92,7 +98,8 @@ TEST(Failure, DepartedRankIsNamed) {
 // the timeout + 1 s. RELIABILITY_TRIALS (default 3) trials, the stopped rank and the
 // transport taken in turn, at a random moment of a loop of all_reduces
 // (docs/reliability.md has a longer run's figures).
-TEST(Failure, StoppedRankIsNamedByEverySurvivor) {
+// `mode`: the worker's (stopped, or device-stopped); `env` on top of each trial's.
+void expect_stopped_rank_named(const std::string& mode, const std::map<std::string, std::string>& env) {
   const int T = 2, n = 4;
   const int trials = reliability_trials(3);
   std::mt19937 rng(std::random_device{}());
@@ -102,9 +109,10 @@ TEST(Failure, StoppedRankIsNamedByEverySurvivor) {
     const int stop = (t * 3) % n;  // 0, 3, 2, 1, ...
     const std::string transport = t % 3 == 2 ? "tcp" : "shm";
     const int after_ms = std::uniform_int_distribution<int>(20, 400)(rng);
-    Job j = spawn({STRATA_FAILURE_WORKER_PATH, "stopped"}, n,
-                  {{"STRATA_TIMEOUT", std::to_string(T)}, {"STRATA_TRANSPORT", transport},
-                   {"FAILURE_STOP_RANK", std::to_string(stop)}, {"FAILURE_STOP_AFTER_MS", std::to_string(after_ms)}},
+    Job j = spawn({sibling_program(STRATA_FAILURE_WORKER_PATH), mode}, n,
+                  with(env, {{"STRATA_TIMEOUT", std::to_string(T)}, {"STRATA_TRANSPORT", transport},
+                             {"FAILURE_STOP_RANK", std::to_string(stop)},
+                             {"FAILURE_STOP_AFTER_MS", std::to_string(after_ms)}}),
                   {}, T + 30);
     ASSERT_EQ(j.ranks.size(), size_t(n));
     EXPECT_EQ(j.ranks[stop].term_signal, SIGKILL) << "the stopped rank was not reaped by its child\n" << j.dump();
@@ -125,10 +133,17 @@ TEST(Failure, StoppedRankIsNamedByEverySurvivor) {
                          << " ms): rank " << r << " blamed another rank: " << caught;
       EXPECT_LE(after, T + 1.0) << "trial " << t << " rank " << r << ": " << caught;
       EXPECT_GE(after, 0.8 * T) << "trial " << t << " rank " << r << " gave up before STRATA_TIMEOUT: " << caught;
+      if (mode != "stopped") check_device_usable(p, r);
     }
   }
   std::cout << "stopped rank named by " << named << " of " << survivors << " survivors over " << trials
             << " trials; slowest error " << worst << " s after the call began (STRATA_TIMEOUT " << T << " s)\n";
+}
+
+TEST(Failure, StoppedRankIsNamedByEverySurvivor) { expect_stopped_rank_named("stopped", {}); }
+
+TEST(Failure, StoppedRankIsNamedByEverySurvivorOfADeviceAllReduce) {
+  expect_stopped_rank_named("device-stopped", {{"STRATA_DEVICE", device_under_test()}});
 }
 
 TEST(Failure, AbortWakesWaiterAndPeers) {

@@ -151,7 +151,7 @@ TEST(ParseOptions, MessagesSayWhatIsWrongInOurWords) {
       {{"all_reduce", "-q", "-h"}, "unknown option '-q'"},
       {{"all_reduce", "-d", "float128"},
        "invalid value 'float128' for -d (expected int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double "
-       "or all)"},
+       "f8e4m3 f8e5m2 or all)"},
       {{"all_reduce", "--op=xor"}, "invalid value 'xor' for -o (expected sum prod max min avg or all)"},
       {{"-b", "8", "all_reduce"},
        "missing the collective: the first word must be one of all_reduce, reduce_scatter, all_gather, broadcast, "

@@ -195,7 +195,7 @@ TEST(Reference, MissingContributionIsDetected) {
   s.count = count;
   std::vector<int32_t> out(count);
   for (size_t i = 0; i < count; ++i)
-    out[i] = static_cast<int32_t>(reduce_input(ReduceOp::sum, 0, n, i) + reduce_input(ReduceOp::sum, 1, n, i));
+    out[i] = static_cast<int32_t>(reduce_input(ReduceOp::sum, DataType::int32, 0, n, i) + reduce_input(ReduceOp::sum, DataType::int32, 1, n, i));
   EXPECT_EQ(count_wrong(s, out.data()), static_cast<int64_t>(count));
 }
 
@@ -208,6 +208,28 @@ TEST(Reference, ExpectedValuesAreExactInHalfAndBf16) {
         EXPECT_EQ(round_to(DataType::float16, v), v);
         EXPECT_EQ(round_to(DataType::int8, v), v);
       }
+}
+
+// fp8's inputs keep every partial sum exact (any order of ranks is a subset sum) up to 8
+// ranks in e5m2 and 16 in e4m3; max/min pick an input (rounding is monotonic).
+TEST(Reference, Fp8InputsAndEveryPartialSumAreExact) {
+  for (DataType t : {DataType::float8_e5m2, DataType::float8_e4m3})
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::prod})
+      for (int n = 1; n <= (t == DataType::float8_e5m2 ? 8 : 16); ++n)
+        for (size_t i = 0; i < 64; ++i) {
+          // The largest partial result: all inputs combined, each of them, and the ones
+          // up to any rank (the ring's and the tree's partial sums are subsets of these
+          // sizes; the inputs are 0..2, so the largest subset bounds them all).
+          double acc = op == ReduceOp::prod ? 1 : 0;
+          for (int r = 0; r < n; ++r) {
+            const double v = reduce_input(op, t, r, n, i);
+            EXPECT_EQ(round_to(t, v), v);
+            acc = op == ReduceOp::prod ? acc * v : acc + v;
+            EXPECT_EQ(round_to(t, acc), acc) << name(t) << " " << name(op) << " n=" << n << " i=" << i;
+          }
+          const double all = reduced_value(op, t, n, i);
+          if (op != ReduceOp::avg) EXPECT_EQ(round_to(t, all), all);
+        }
 }
 
 TEST(Reference, AvgFloatToleratesRoundingButNotErrors) {

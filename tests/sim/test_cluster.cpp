@@ -67,7 +67,7 @@ TEST(Cluster, TheLibrarySeesItsDefaultsUnlessTold) {
   ASSERT_EQ(plain.levels.size(), 2u);  // node and leaf: the whole cluster is not a level
   EXPECT_EQ(plain.levels[0].ngroups, 4);
   EXPECT_EQ(plain.levels[1].ngroups, 2);
-  EXPECT_EQ(plain.levels[0].link.latency_s, 2e-6) << "the library's default";
+  EXPECT_EQ(plain.levels[0].link.latency_s, kShmLink.latency_s) << "the library's default";
   const Hierarchy told = parse_cluster("link_model cluster\n" + levels, "c").hierarchy();
   EXPECT_EQ(told.levels[0].link.latency_s, 1e-6);
   EXPECT_EQ(told.levels[0].link.bandwidth_Bps, 100e9);

@@ -107,8 +107,8 @@ TEST(LaunchEnv, TorchrunPartialOrMalformed) {
   EXPECT_NE(refusal(with(kTorchrun, {{"WORLD_SIZE", ""}})).find("WORLD_SIZE must be set"), std::string::npos);
   EXPECT_NE(refusal(with(kTorchrun, {{"MASTER_PORT", ""}})).find("MASTER_PORT"), std::string::npos);
   EXPECT_NE(refusal(with(kTorchrun, {{"MASTER_ADDR", ""}})).find("MASTER_ADDR"), std::string::npos);
-  EXPECT_NE(refusal(with(kTorchrun, {{"RANK", "8"}})).find("RANK='8'"), std::string::npos);
-  EXPECT_NE(refusal(with(kTorchrun, {{"RANK", "two"}})).find("RANK='two'"), std::string::npos);
+  EXPECT_NE(refusal(with(kTorchrun, {{"RANK", "8"}})).find("RANK=8 "), std::string::npos);
+  EXPECT_NE(refusal(with(kTorchrun, {{"RANK", "two"}})).find("RANK=two "), std::string::npos);
   EXPECT_NE(refusal(with(kTorchrun, {{"LOCAL_WORLD_SIZE", "9"}})).find("LOCAL_WORLD_SIZE"), std::string::npos);
   EXPECT_NE(refusal(with(kTorchrun, {{"MASTER_PORT", "65535"}})).find("MASTER_PORT"), std::string::npos);
   EXPECT_NE(refusal(with(kTorchrun, {{"STRATA_ROOT_PORT", "70000"}})).find("STRATA_ROOT_PORT"), std::string::npos);
@@ -141,13 +141,13 @@ TEST(LaunchEnv, MpirunWithoutPmix) {
 TEST(LaunchEnv, MpirunPartialOrMalformed) {
   EXPECT_NE(refusal(with(kMpirun, {{"OMPI_COMM_WORLD_SIZE", ""}}), true).find("OMPI_COMM_WORLD_SIZE must be set"),
             std::string::npos);
-  EXPECT_NE(refusal(with(kMpirun, {{"OMPI_COMM_WORLD_RANK", "4"}}), true).find("OMPI_COMM_WORLD_RANK='4'"),
+  EXPECT_NE(refusal(with(kMpirun, {{"OMPI_COMM_WORLD_RANK", "4"}}), true).find("OMPI_COMM_WORLD_RANK=4 "),
             std::string::npos);
   EXPECT_NE(refusal(with(kMpirun, {{"OMPI_COMM_WORLD_LOCAL_SIZE", "5"}}), true).find("OMPI_COMM_WORLD_LOCAL_SIZE"),
             std::string::npos);
   EXPECT_NE(refusal(with(kMpirun, {{"OMPI_COMM_WORLD_LOCAL_RANK", "-1"}}), true).find("OMPI_COMM_WORLD_LOCAL_RANK"),
             std::string::npos);
-  EXPECT_NE(refusal(with(kMpirun, {{"OMPI_COMM_WORLD_SIZE", "4x"}}), true).find("OMPI_COMM_WORLD_SIZE='4x'"),
+  EXPECT_NE(refusal(with(kMpirun, {{"OMPI_COMM_WORLD_SIZE", "4x"}}), true).find("OMPI_COMM_WORLD_SIZE=4x "),
             std::string::npos);
 }
 

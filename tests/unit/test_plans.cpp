@@ -402,6 +402,31 @@ TEST(Tuner, ShortReduceScatterAndAllGatherTakeOneRoundOnOversubscribedMachines) 
   EXPECT_EQ(tune(ar).algo, choice) << "all_reduce is not charged";
 }
 
+// Device all_reduce inside a node: one-shot (direct) while the device link's latency
+// dominates, the ring once bandwidth does; the crossover follows STRATA_LINK_MODEL's
+// "device" model: with n ranks, direct costs (n-1)(a + 2S/B) and the ring 2(n-1)(a + S/(nB)),
+// so they meet at S = a*B*n / (2(n-1)) (on 2 ranks, a*B).
+TEST(Tuner, DeviceAllReduceInANodeIsOneShotWhenSmallAndRingWhenLarge) {
+  for (const char* model : {"", "device:20us:50GB"}) {
+    Hierarchy h = build_hierarchy(std::vector<std::string>(4, "host"), {}, model);
+    for (int n : {2, 4}) {
+      h.nranks = n;
+      h.levels[0].group.assign(static_cast<size_t>(n), 0);
+      const double crossover = h.device.latency_s * h.device.bandwidth_Bps * n / (2.0 * (n - 1));
+      CollArgs a{Collective::all_reduce, 2, 4, 0, 0, n, false, 1, &h};
+      a.memory = MemoryKind::device;
+      EXPECT_EQ(tune(a).algo, Algo::direct) << model << " n=" << n << ": 8 bytes";
+      a.count = static_cast<size_t>(crossover / 4 * 0.8);
+      EXPECT_EQ(tune(a).algo, Algo::direct) << model << " n=" << n << ": " << a.count * 4 << " bytes";
+      a.count = static_cast<size_t>(crossover / 4 * 1.25);
+      EXPECT_EQ(tune(a).algo, Algo::ring) << model << " n=" << n << ": " << a.count * 4 << " bytes";
+      a.memory = MemoryKind::host;  // host memory keeps its own models and choices
+      EXPECT_NE(tune(a).algo, Algo::direct) << model << " n=" << n;
+    }
+  }
+  EXPECT_EQ(build_hierarchy({"a", "a"}, {}, "device:20us:50GB").device.bandwidth_Bps, 50e9);
+}
+
 TEST(Plans, DefaultChoiceIsAlwaysSupported) {
   for (int c = 0; c <= static_cast<int>(Collective::barrier); ++c)
     for (size_t count : {size_t(1), size_t(1000), size_t(1) << 24})

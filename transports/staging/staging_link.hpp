@@ -75,4 +75,9 @@ class StagingLink final : public Link {
   Pipe sends_, recvs_;
 };
 
+// STRATA_STAGING_CHUNK_BYTES, refused unless a multiple of 64 (a rule the settings table
+// cannot state): read by the staging setup, and by communicator creation, which checks
+// every setting whether or not a staging link is made.
+size_t staging_chunk_bytes();
+
 }  // namespace strata

@@ -22,11 +22,9 @@ class StagingSetup final : public LinkSetup {
  public:
   explicit StagingSetup(const SetupContext& ctx)
       : ctx_(ctx),
-        chunk_(static_cast<size_t>(settings::integer("STRATA_STAGING_CHUNK_BYTES"))),
+        chunk_(staging_chunk_bytes()),
         slots_(static_cast<size_t>(settings::integer("STRATA_STAGING_SLOTS"))),
         chunks_(static_cast<size_t>(ctx.nranks), 0) {
-    if (chunk_ % 64 != 0)
-      throw InvalidArgument("STRATA_STAGING_CHUNK_BYTES=" + std::to_string(chunk_) + " is not a multiple of 64");
     if (!ctx.host_links) throw InternalError("staging set up without the host links it wraps");
   }
 
@@ -52,6 +50,13 @@ class StagingSetup final : public LinkSetup {
 };
 
 }  // namespace
+
+size_t staging_chunk_bytes() {
+  const auto chunk = static_cast<size_t>(settings::integer("STRATA_STAGING_CHUNK_BYTES"));
+  if (chunk % 64 != 0)
+    throw InvalidArgument("STRATA_STAGING_CHUNK_BYTES=" + std::to_string(chunk) + " is not a multiple of 64");
+  return chunk;
+}
 
 const LinkSetupTransport kStagingTransport = kOffering<StagingSetup, &device::backend_possible>;
 

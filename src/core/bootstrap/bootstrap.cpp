@@ -140,7 +140,15 @@ std::vector<RankInfo> decode_rank_table(const void* bytes, size_t n, int nranks,
 }
 
 std::string host_identity() {
-  if (auto h = settings::raw("STRATA_HOST")) return *h;
+  if (auto h = settings::raw("STRATA_HOST")) {
+    // RankInfo::host holds it whole, with room for an emulated node's suffix
+    // ("/emulated-node-16777215") and the NUL: a cut one could make two hosts one.
+    constexpr size_t kMax = sizeof(RankInfo::host) - 24;
+    if (h->size() > kMax)
+      throw InvalidArgument("STRATA_HOST is " + std::to_string(h->size()) + " bytes long; at most " +
+                            std::to_string(kMax) + " are allowed");
+    return *h;
+  }
   char name[128] = "";
   gethostname(name, sizeof name - 1);
   struct stat st{};

@@ -36,13 +36,11 @@ constexpr int kSlurmPortBase = 12000, kSlurmPortSpan = 20000;
 long long parse_int(const Env& env, const char* name, const std::string& who, long long lo, long long hi) {
   auto v = env(name);
   if (!v) throw InvalidArgument(who + ": " + name + " must be set");
-  char* end = nullptr;
-  errno = 0;
-  long long x = std::strtoll(v->c_str(), &end, 10);
-  if (errno != 0 || end == v->c_str() || *end != '\0' || x < lo || x > hi)
-    throw InvalidArgument(who + ": " + name + "='" + *v + "' is not an integer in [" + std::to_string(lo) + ", " +
-                          std::to_string(hi) + "]");
-  return x;
+  try {
+    return settings::parse_integer(name, *v, lo, hi);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(who + ": " + e.what());
+  }
 }
 
 constexpr long long kMaxRanks = 1 << 24;
