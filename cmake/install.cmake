@@ -31,6 +31,11 @@ if(TARGET strata-cuda)
   set_target_properties(strata-cuda PROPERTIES INSTALL_RPATH "$ORIGIN")
   install(TARGETS strata-cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
+# strata-train's CUDA kernels likewise (training/device/choose.cpp looks beside libstrata).
+if(TARGET strata-train-cuda)
+  set_target_properties(strata-train-cuda PROPERTIES INSTALL_RPATH "$ORIGIN")
+  install(TARGETS strata-train-cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 install(FILES include/strata.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY include/strata DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp")
 

@@ -77,6 +77,8 @@ constexpr Setting kTable[] = {
     {"STRATA_IB_MAX_NICS", T::integer, 16, 1, 16, nullptr, L::communicator, "ibverbs: ports a link stripes over"},
     // Tests.
     {"STRATA_PYTHON", T::text, 0, 0, 0, nullptr, L::process, "tests: the python3 that has torch"},
+    {"STRATA_TRAIN_TEST_DEVICE", T::text, 0, 0, 0, nullptr, L::process,
+     "tests: the device test_training's DeviceKernels run on (emulated; cuda on a GPU)"},
 };
 
 std::string range(double lo, double hi) {

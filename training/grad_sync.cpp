@@ -7,19 +7,19 @@
 
 namespace strata::train {
 
-GradSync::GradSync(Group& group, const ParamLayout& layout, int zero, int staging_buffers)
-    : group_(&group), layout_(layout), zero_(zero), staging_target_(staging_buffers) {
+GradSync::GradSync(Group& group, const ParamLayout& layout, int zero, const Kernels& k, int staging_buffers)
+    : group_(&group), layout_(layout), zero_(zero), staging_target_(staging_buffers), k_(k) {
   if (zero < 0 || zero > 2) throw std::invalid_argument("zero must be 0, 1 or 2");
   if (layout.shards() != group.size()) throw std::invalid_argument("layout shards != ranks");
   segments_ = zero == 0 ? layout.all_segments() : layout.shard_segments(group.rank(), zero == 2);
   if (zero == 2) {
-    shard_.assign(layout.shard_size(), 0.0f);
+    shard_ = Buffer<float>(k, layout.shard_size());
     for (int i = 0; i < staging_buffers; ++i) {
-      pool_.emplace_back(layout.max_bucket(), 0.0f);
+      pool_.emplace_back(k, layout.max_bucket());
       free_.push_back(i);
     }
   } else {
-    full_.assign(layout.padded_size(), 0.0f);
+    full_ = Buffer<float>(k, layout.padded_size());
   }
   staging_of_.assign(layout.buckets().size(), -1);
 }
@@ -46,7 +46,7 @@ void GradSync::rebind(Group& group) {
 
 void GradSync::begin_step() {
   if (!inflight_.empty()) throw std::logic_error("begin_step with reductions in flight");
-  if (zero_ != 2) std::memset(full_.data(), 0, full_.size() * sizeof(float));
+  if (zero_ != 2) k_.zero(full_.data(), full_.bytes());
   std::fill(staging_of_.begin(), staging_of_.end(), -1);
   next_bucket_ = static_cast<int>(layout_.buckets().size()) - 1;
 }
@@ -65,7 +65,7 @@ int GradSync::acquire() {
     // Reuse a buffer whose reduction is done; wait for one only if the pool is at its
     // target size, and never when nothing is in flight (that would wait forever).
     if (inflight_.empty() || static_cast<int>(pool_.size()) < staging_target_) {
-      pool_.emplace_back(layout_.max_bucket(), 0.0f);
+      pool_.emplace_back(k_, layout_.max_bucket());
       free_.push_back(static_cast<int>(pool_.size()) - 1);
       break;
     }
@@ -73,7 +73,7 @@ int GradSync::acquire() {
   }
   int i = free_.back();
   free_.pop_back();
-  std::memset(pool_[i].data(), 0, pool_[i].size() * sizeof(float));
+  k_.zero(pool_[i].data(), pool_[i].bytes());
   return i;
 }
 

@@ -17,6 +17,7 @@
 #include <deque>
 #include <vector>
 
+#include "device/buffer.hpp"
 #include "group.hpp"
 #include "kernels.hpp"
 #include "layout.hpp"
@@ -26,9 +27,10 @@ namespace strata::train {
 
 class GradSync final : public GradSink {
  public:
-  // staging_buffers: the zero-2 pool size to aim for (more are made only when backward
-  // needs another buffer while no reduction is in flight to free one).
-  GradSync(Group& group, const ParamLayout& layout, int zero, int staging_buffers = 3);
+  // Gradients live in k's memory. staging_buffers: the zero-2 pool size to aim for (more
+  // are made only when backward needs another buffer while no reduction is in flight to
+  // free one).
+  GradSync(Group& group, const ParamLayout& layout, int zero, const Kernels& k, int staging_buffers = 3);
 
   void begin_step();
   // After a failure: waits out what is in flight (it has failed), and, zero 0 only (its
@@ -71,9 +73,10 @@ class GradSync final : public GradSink {
   int staging_target_;
   std::vector<Segment> segments_;
 
-  std::vector<float> full_;   // zero 0/1: whole (padded) gradient
-  std::vector<float> shard_;  // zero 2: this rank's slices, in shard order
-  std::vector<std::vector<float>> pool_;
+  const Kernels& k_;
+  Buffer<float> full_;   // zero 0/1: whole (padded) gradient
+  Buffer<float> shard_;  // zero 2: this rank's slices, in shard order
+  std::vector<Buffer<float>> pool_;
   std::vector<int> free_;
   std::vector<int> staging_of_;  // per bucket, -1 when none
   int next_bucket_ = -1;         // highest bucket not yet launched

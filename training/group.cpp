@@ -7,9 +7,17 @@ namespace strata::train {
 using strata::DataType;
 using strata::ReduceOp;
 
+void Group::copy(float* recv, const float* send, size_t n) const {
+  if (recv == send) return;
+  if (memory_)
+    memory_->copy(recv, send, n * sizeof(float));
+  else
+    std::memcpy(recv, send, n * sizeof(float));
+}
+
 strata::Request Group::all_reduce(const float* send, float* recv, size_t n, ReduceOp op) {
   if (!distributed()) {
-    if (recv != send) std::memcpy(recv, send, n * sizeof(float));
+    copy(recv, send, n);
     return {};
   }
   return count(n, comm_.all_reduce_async(send, recv, n, DataType::float32, op));
@@ -17,7 +25,7 @@ strata::Request Group::all_reduce(const float* send, float* recv, size_t n, Redu
 
 strata::Request Group::reduce_scatter(const float* send, float* recv, size_t n, ReduceOp op) {
   if (!distributed()) {
-    if (recv != send) std::memcpy(recv, send, n * sizeof(float));
+    copy(recv, send, n);
     return {};
   }
   return count(n * size_, comm_.reduce_scatter_async(send, recv, n, DataType::float32, op));
@@ -25,7 +33,7 @@ strata::Request Group::reduce_scatter(const float* send, float* recv, size_t n, 
 
 strata::Request Group::all_gather(const float* send, float* recv, size_t n) {
   if (!distributed()) {
-    if (recv != send) std::memcpy(recv, send, n * sizeof(float));
+    copy(recv, send, n);
     return {};
   }
   return count(n * size_, comm_.all_gather_async(send, recv, n, DataType::float32));

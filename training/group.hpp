@@ -11,6 +11,8 @@
 #include <strata/strata.hpp>
 #include <vector>
 
+#include "kernels.hpp"
+
 namespace strata::train {
 
 class Group {
@@ -21,6 +23,9 @@ class Group {
   int rank() const { return rank_; }
   int size() const { return size_; }
   bool distributed() const { return comm_.valid(); }
+  // The memory of the buffers this group is given (the trainer's device): how one
+  // process copies between them. Unset: host memory.
+  void set_memory(const Kernels* k) { memory_ = k; }
 
   // recv = send reduced over the ranks (in place when equal).
   strata::Request all_reduce(const float* send, float* recv, size_t n, strata::ReduceOp op);
@@ -69,7 +74,10 @@ class Group {
     ++calls_;
     return r;
   }
+  // One process: recv = send (n floats).
+  void copy(float* recv, const float* send, size_t n) const;
   strata::Comm comm_;
+  const Kernels* memory_ = nullptr;
   int rank_ = 0;
   int size_ = 1;
   uint64_t bytes_ = 0, calls_ = 0;

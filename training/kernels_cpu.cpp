@@ -3,11 +3,13 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
+#include "device/math.hpp"
 #include "kernels.hpp"
 
 namespace strata::train {
@@ -37,8 +39,6 @@ void matmul_backward(float* dinp, float* dw, float* db, const float* dout, const
   }
 }
 
-constexpr float kLnEps = 1e-5f;
-
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
                        const float* b, int N, int C) {
   for (int n = 0; n < N; ++n) {
@@ -50,7 +50,7 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
     float var = 0;
     for (int i = 0; i < C; ++i) var += (x[i] - m) * (x[i] - m);
     var /= C;
-    float s = 1.0f / std::sqrt(var + kLnEps);
+    float s = 1.0f / std::sqrt(var + math::kLayerNormEps);
     for (int i = 0; i < C; ++i) y[i] = (x[i] - m) * s * w[i] + b[i];
     mean[n] = m;
     rstd[n] = s;
@@ -157,49 +157,18 @@ void attention_backward(float* dqkv, float* scratch, const float* dout, const fl
   }
 }
 
-constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2/pi)
-
-// e^x to ~2e-7 relative (Cephes' expf polynomial, Cody-Waite reduction), written with
-// plain arithmetic so that the GELU loops vectorise: glibc's tanhf, and then expf, were a
-// third of a training step as scalar calls. Rounds with the 1.5*2^23 trick because floor
-// only vectorises from SSE4.1 on.
-inline float exp_approx(float x) {
-  x = x < -87.0f ? -87.0f : x;  // comparisons, unlike std::min, become vector min/max
-  x = x > 88.0f ? 88.0f : x;
-  const float magic = 12582912.0f;
-  float n = (x * 1.44269504088896341f + magic) - magic;
-  float r = x - n * 0.693359375f + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  return p * std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
-}
-
-// Saturates where it should (1 - 2/(huge) = 1, 1 - 2/1 = -1); absolute error ~1e-7.
-inline float tanh_approx(float u) { return 1.0f - 2.0f / (exp_approx(2.0f * u) + 1.0f); }
-
 // target_clones: an AVX2 build of the loop next to the baseline one, picked at load time.
 __attribute__((target_clones("avx2", "default"))) void gelu_forward(float* out, const float* inp,
                                                                     size_t n) {
   for (size_t i = 0; i < n; ++i) {
-    float x = inp[i];
-    out[i] = 0.5f * x * (1.0f + tanh_approx(kGeluScale * (x + 0.044715f * x * x * x)));
+    out[i] = math::gelu(inp[i]);
   }
 }
 
 __attribute__((target_clones("avx2", "default"))) void gelu_backward(float* dinp, const float* inp,
                                                                      const float* dout, size_t n) {
   for (size_t i = 0; i < n; ++i) {
-    float x = inp[i];
-    float th = tanh_approx(kGeluScale * (x + 0.044715f * x * x * x));
-    float sech2 = 1.0f - th * th;
-    float grad =
-        0.5f * (1.0f + th) + 0.5f * x * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
-    dinp[i] = grad * dout[i];
+    dinp[i] = math::gelu_grad(inp[i]) * dout[i];
   }
 }
 
@@ -306,13 +275,89 @@ void adamw(float* p, const float* g, float* m, float* v, size_t n, float lr, flo
   }
 }
 
-const Kernels kCpu{
-    "cpu (OpenBLAS)",    matmul_forward,      matmul_backward,       layernorm_forward,
-    layernorm_backward,  attention_forward,   attention_backward,    gelu_forward,
-    gelu_backward,       add_inplace,         embed_forward,         embed_backward,
-    softmax_max,         softmax_exp,         softmax_xent_finish,   softmax_xent_backward,
-    sum_squares,         adamw,
+// Host memory: plain allocations, every copy at once.
+class CpuKernels final : public Kernels {
+ public:
+  const char* name() const override { return "host"; }
+  void* alloc(size_t bytes) const override {
+    if (bytes == 0) return nullptr;
+    void* p = std::calloc(1, bytes);
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  void free(void* p) const override { std::free(p); }
+  void upload(void* dst, const void* src, size_t bytes) const override { copy(dst, src, bytes); }
+  void download(void* dst, const void* src, size_t bytes) const override { copy(dst, src, bytes); }
+  void copy(void* dst, const void* src, size_t bytes) const override {
+    if (bytes) std::memmove(dst, src, bytes);
+  }
+  void zero(void* dst, size_t bytes) const override {
+    if (bytes) std::memset(dst, 0, bytes);
+  }
+  void synchronize() const override {}
+  strata::device::Stream stream() const override { return nullptr; }
+
+  void matmul_forward(float* out, const float* inp, const float* w, const float* b, int N, int C,
+                      int OC) const override {
+    train::matmul_forward(out, inp, w, b, N, C, OC);
+  }
+  void matmul_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
+                       int N, int C, int OC) const override {
+    train::matmul_backward(dinp, dw, db, dout, inp, w, N, C, OC);
+  }
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b,
+                         int N, int C) const override {
+    train::layernorm_forward(out, mean, rstd, inp, w, b, N, C);
+  }
+  void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
+                          const float* mean, const float* rstd, int N, int C) const override {
+    train::layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+  }
+  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) const override {
+    train::attention_forward(out, att, qkv, B, T, C, NH);
+  }
+  void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att,
+                          int B, int T, int C, int NH) const override {
+    train::attention_backward(dqkv, scratch, dout, qkv, att, B, T, C, NH);
+  }
+  // One head's T x T at a time.
+  size_t attention_scratch(int T, int) const override { return static_cast<size_t>(T) * T; }
+  void gelu_forward(float* out, const float* inp, size_t n) const override { train::gelu_forward(out, inp, n); }
+  void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) const override {
+    train::gelu_backward(dinp, inp, dout, n);
+  }
+  void add_inplace(float* y, const float* x, size_t n) const override { train::add_inplace(y, x, n); }
+  void embed_forward(float* out, const int* tokens, const float* wte, int vocab_start, int vocab_rows,
+                     const float* wpe, int B, int T, int C) const override {
+    train::embed_forward(out, tokens, wte, vocab_start, vocab_rows, wpe, B, T, C);
+  }
+  void embed_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int vocab_start,
+                      int vocab_rows, int B, int T, int C) const override {
+    train::embed_backward(dwte, dwpe, dout, tokens, vocab_start, vocab_rows, B, T, C);
+  }
+  void softmax_max(float* maxes, const float* logits, int N, int V) const override {
+    train::softmax_max(maxes, logits, N, V);
+  }
+  void softmax_exp(float* logits, float* sums, const float* maxes, const int* targets, int vocab_start, int N,
+                   int V) const override {
+    train::softmax_exp(logits, sums, maxes, targets, vocab_start, N, V);
+  }
+  float softmax_xent_finish(float* probs, float* losses, const float* sums, const float* maxes, bool targets,
+                            int N, int V) const override {
+    return train::softmax_xent_finish(probs, losses, sums, maxes, targets, N, V);
+  }
+  void softmax_xent_backward(float* probs, const int* targets, int vocab_start, int N, int V,
+                             float scale) const override {
+    train::softmax_xent_backward(probs, targets, vocab_start, N, V, scale);
+  }
+  double sum_squares(const float* x, size_t n) const override { return train::sum_squares(x, n); }
+  void adamw(float* p, const float* g, float* m, float* v, size_t n, float lr, float beta1, float beta2,
+             float eps, float weight_decay, float bc1, float bc2, float grad_scale) const override {
+    train::adamw(p, g, m, v, n, lr, beta1, beta2, eps, weight_decay, bc1, bc2, grad_scale);
+  }
 };
+
+const CpuKernels kCpu;
 
 }  // namespace
 

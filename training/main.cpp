@@ -19,6 +19,8 @@
 
 #include "checkpoint.hpp"
 #include "data.hpp"
+#include "device/choose.hpp"
+#include "device/mfu.hpp"
 #include "diloco.hpp"
 #include "errors.hpp"
 #include "group.hpp"
@@ -82,6 +84,8 @@ int run(int argc, char** argv) {
   // file is written.
   st::validate_options(o, world, launched);
   st::TextData data = st::TextData::load(o.data, o.model.ctx);
+  const st::Kernels& kernels = st::kernels_for(o.device, o.precision == "bf16");
+  const st::DeviceReport device(o);
   std::optional<st::CheckpointReader> ckpt;
   std::unique_ptr<st::CheckpointReader> outer_ckpt;
   if (!o.resume.empty()) {
@@ -113,7 +117,7 @@ int run(int argc, char** argv) {
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency() / world);
   st::set_blas_threads(threads);
 
-  auto trainer = std::make_unique<st::Trainer>(o, *groups, data, st::cpu_kernels());
+  auto trainer = std::make_unique<st::Trainer>(o, *groups, data, kernels);
   std::unique_ptr<st::Diloco> diloco;
   if (st::diloco_on(o))
     diloco = o.join ? std::make_unique<st::Diloco>(o, job, *trainer, *groups, welcome)
@@ -192,7 +196,7 @@ int run(int argc, char** argv) {
           return false;
         }
         groups = st::make_groups(o, r.world, 0);
-        trainer = std::make_unique<st::Trainer>(o, *groups, data, st::cpu_kernels());
+        trainer = std::make_unique<st::Trainer>(o, *groups, data, kernels);
         if (r.checkpoint_step > 0) trainer->load(st::CheckpointReader(r.checkpoint_dir));
         settled = trainer->step();
         root = groups->world().rank() == 0;
@@ -254,6 +258,7 @@ int run(int argc, char** argv) {
     std::printf("steps %d | lr %g, warmup %d, cosine to %g | wd %g | clip %g | seed %llu\n",
                 o.steps, o.lr, o.warmup, o.lr * 0.1, o.wd, o.clip,
                 static_cast<unsigned long long>(o.seed));
+    std::fputs(device.banner().c_str(), stdout);
     std::fputs(trainer->memory_report().c_str(), stdout);
     if (diloco) std::fputs(diloco->describe().c_str(), stdout);
   }
@@ -346,7 +351,7 @@ int run(int argc, char** argv) {
         std::printf(" (compute %.1f, comm %.1f, idle %.1f)",
                     (r.time_s - r.comm_wait_s - r.idle_s) * 1e3, r.comm_wait_s * 1e3, r.idle_s * 1e3);
       if (diloco) std::printf(" | %s", diloco->progress().c_str());
-      std::printf(" | ETA %s\n", duration_text(avg * (stop - s)).c_str());
+      std::printf("%s | ETA %s\n", device.step(tokens / dt).c_str(), duration_text(avg * (stop - s)).c_str());
     }
   }
   if (diloco && trainer->step() == o.steps) diloco->finish(*trainer);  // the replicas adopt the global model

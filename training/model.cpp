@@ -68,8 +68,8 @@ Gpt::Gpt(const ParamLayout& layout, const Chunk& chunk, const float* params, con
     d4c_ = s.take(N * 4 * Cl_);
     dqkv_ = s.take(N * 3 * Cl_);
     datty_ = s.take(N * Cl_);
-    datt_ = s.take(static_cast<size_t>(cfg_.ctx) * cfg_.ctx);
-    if (!pass) scratch_.assign(s.used, 0.0f);
+    datt_ = s.take(k.attention_scratch(cfg_.ctx, NHl_));
+    if (!pass) scratch_ = Buffer<float>(k, s.used);
   }
 }
 
@@ -122,8 +122,11 @@ size_t Gpt::activation_bytes() const {
 
 std::unique_ptr<Gpt::Activations> Gpt::make_activations() const {
   auto a = std::make_unique<Activations>();
-  a->buf.assign(carve(*a, nullptr), 0.0f);
+  a->buf = Buffer<float>(k_, carve(*a, nullptr));
   carve(*a, a->buf.data());
+  const size_t tokens = static_cast<size_t>(max_batch_) * cfg_.ctx;
+  a->tokens = Buffer<int>(k_, tokens);
+  a->targets = Buffer<int>(k_, tokens);
   a->width = C_;
   a->tp = &tp_;
   return a;
@@ -140,14 +143,15 @@ float Gpt::forward(Activations& a, const int* tokens, const int* targets, int B,
   const bool rank0 = tp_.rank() == 0;  // adds the biases of row-parallel layers, once
   a.B = B;
   a.T = T;
-  a.tokens.assign(tokens, tokens + N);
+  k_.upload(a.tokens.data(), tokens, N * sizeof(int));
   a.have_targets = targets != nullptr;
-  if (targets) a.targets.assign(targets, targets + N);
+  if (targets) k_.upload(a.targets.data(), targets, N * sizeof(int));
+  const int* device_targets = targets ? a.targets.data() : nullptr;
 
   if (chunk_.embedding) {
     // Each rank adds the embeddings of the tokens in its slice of the vocabulary (rank 0
     // the positions too); their sum over the ranks is the embedding (g).
-    k_.embed_forward(partial_, tokens, param(tensor_wte()), vocab_start_, Vl_,
+    k_.embed_forward(partial_, a.tokens.data(), param(tensor_wte()), vocab_start_, Vl_,
                      rank0 ? param(tensor_wpe()) : nullptr, B, T, C);
     tp_.reduce(partial_, a.x, N, C);
   }
@@ -184,7 +188,7 @@ float Gpt::forward(Activations& a, const int* tokens, const int* targets, int B,
   k_.matmul_forward(a.logits, a.lnf, param(tensor_wte()), nullptr, N, C, Vl_);
   k_.softmax_max(a.maxes, a.logits, N, Vl_);
   tp_.all_reduce(a.maxes, N, strata::ReduceOp::max);
-  k_.softmax_exp(a.logits, a.sums, a.maxes, targets, vocab_start_, N, Vl_);
+  k_.softmax_exp(a.logits, a.sums, a.maxes, device_targets, vocab_start_, N, Vl_);
   tp_.all_reduce(a.sums, targets ? 2 * N : N, strata::ReduceOp::sum);
   return k_.softmax_xent_finish(a.logits, a.losses, a.sums, a.maxes, targets != nullptr, N, Vl_);
 }
@@ -203,7 +207,7 @@ void Gpt::backward(Activations& a, GradSink& sink, float loss_scale) {
     k_.matmul_backward(partial_, sink.grad(tensor_wte()), nullptr, dlogits, a.lnf,
                        param(tensor_wte()), N, C, Vl_);
     tp_.reduce(partial_, dln_, N, C);  // f backward: every slice of the vocabulary contributes
-    std::memset(dres, 0, static_cast<size_t>(rows) * C * sizeof(float));
+    k_.zero(dres, static_cast<size_t>(rows) * C * sizeof(float));
     const float* last = a.output();
     k_.layernorm_backward(dres, sink.grad(tensor_lnf_w(cfg_)), sink.grad(tensor_lnf_b(cfg_)), dln_,
                           last, param(tensor_lnf_w(cfg_)), a.lnf_mean, a.lnf_rstd, rows, C);

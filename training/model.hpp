@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "device/buffer.hpp"
 #include "kernels.hpp"
 #include "layout.hpp"
 #include "tensor_parallel.hpp"
@@ -77,7 +78,7 @@ class Gpt {
   int C_, Cl_, NHl_, Vl_, vocab_start_;  // widths, and this rank's share of each
   // Scratch shared by all microbatches: a row-parallel layer's partial sums (forward) or
   // a column-parallel layer's input gradient (backward), and backward's intermediates.
-  std::vector<float> scratch_;
+  Buffer<float> scratch_;
   float *partial_, *dfull_, *dln_, *d4c_, *dqkv_, *datty_, *datt_;
 };
 
@@ -92,13 +93,14 @@ struct Gpt::Activations {
   const float* output() const { return layers.empty() ? x : layers.back().res3; }
   float* grad() { return dres; }
   size_t row_floats(int B, int T) const;
-  const float* probs() const { return logits; }
-  size_t bytes() const { return buf.size() * sizeof(float); }
+  const float* probs() const { return logits; }  // in the device's memory
+  size_t bytes() const { return buf.bytes(); }
 
-  std::vector<float> buf;
+  // Everything lives in the kernels' memory, the microbatch's tokens too.
+  Buffer<float> buf;
   std::vector<Layer> layers;
   float *x, *lnf, *lnf_mean, *lnf_rstd, *logits, *losses, *maxes, *sums, *dres;
-  std::vector<int> tokens, targets;
+  Buffer<int> tokens, targets;
   int B = 0, T = 0, width = 0;
   bool have_targets = false;
   const TensorParallel* tp = nullptr;

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "device/buffer.hpp"
 #include "kernels.hpp"
 #include "layout.hpp"
 
@@ -34,21 +35,22 @@ float clip_scale(double norm, float clip);
 // Moments for the parameters this rank updates (all of them, or its ZeRO shard).
 class AdamW {
  public:
-  AdamW(const AdamWConfig& cfg, size_t state_size) : cfg_(cfg), m_(state_size), v_(state_size) {}
+  // The moments live in k's memory.
+  AdamW(const AdamWConfig& cfg, size_t state_size, const Kernels& k) : cfg_(cfg), m_(k, state_size), v_(k, state_size) {}
 
   // One step: t counts from 1. Segments say where params, grads and moments are.
   void step(const Kernels& k, const std::vector<Segment>& segs, float* params, const float* grads,
             int t, float lr, float grad_scale);
 
-  std::vector<float>& m() { return m_; }
-  std::vector<float>& v() { return v_; }
-  const std::vector<float>& m() const { return m_; }
-  const std::vector<float>& v() const { return v_; }
-  size_t state_bytes() const { return (m_.size() + v_.size()) * sizeof(float); }
+  Buffer<float>& m() { return m_; }
+  Buffer<float>& v() { return v_; }
+  const Buffer<float>& m() const { return m_; }
+  const Buffer<float>& v() const { return v_; }
+  size_t state_bytes() const { return m_.bytes() + v_.bytes(); }
 
  private:
   AdamWConfig cfg_;
-  std::vector<float> m_, v_;
+  Buffer<float> m_, v_;
 };
 
 }  // namespace strata::train

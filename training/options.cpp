@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "device/device_options.hpp"
 #include "diloco.hpp"
 #include "errors.hpp"
 #include "pipeline_schedule.hpp"
@@ -197,6 +198,17 @@ const std::vector<Flag>& flags() {
       {"join", "", "DiLoCo, --on-failure continue: replace a rank of a lost island (start it with that rank's "
        "launcher variables); it joins the islands left at their next outer step and takes a live island's state",
        [](Options& o, const std::string&) { o.join = true; }},
+      {"device", "NAME", "where the model computes: host, emulated or cuda (default: cuda where a GPU is, else host)",
+       [](Options& o, const std::string& v) {
+         if (v != "host" && v != "emulated" && v != "cuda")
+           throw TrainError("--device needs host, emulated or cuda, got '" + v + "'");
+         o.device = v;
+       }},
+      {"precision", "fp32|bf16", "fp32, or bf16 matrix products with fp32 master weights (--device cuda; default fp32)",
+       [](Options& o, const std::string& v) {
+         if (v != "fp32" && v != "bf16") throw TrainError("--precision needs fp32 or bf16, got '" + v + "'");
+         o.precision = v;
+       }},
       {"help", "", "print this help", [](Options& o, const std::string&) { o.help = true; }},
   };
   return table;
@@ -350,6 +362,7 @@ void validate_options(Options& o, int world, bool launched) {
     throw TrainError("--stop-at " + std::to_string(o.stop_at) + " is beyond --steps " +
                      std::to_string(o.steps));
   validate_diloco(o, world, launched);
+  validate_device(o, world);
 }
 
 std::string usage_text() {

@@ -46,6 +46,9 @@ struct Options {
   // DiLoCo with --on-failure continue: this process replaces a rank of a lost island
   // (training/island_heal.cpp).
   bool join = false;
+  // Where the model computes (training/device/choose.hpp): host, emulated or cuda; empty
+  // until validate_options puts the default there. precision: fp32 or bf16 (cuda).
+  std::string device, precision = "fp32";
   bool help = false;
 };
 

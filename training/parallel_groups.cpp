@@ -89,4 +89,9 @@ void ParallelGroups::destroy() {
   world_.destroy();
 }
 
+void ParallelGroups::use_memory(const Kernels& k) {
+  for (Group* g : {&world_, &tp_, &dp_, &embedding_, &links_.act_out, &links_.act_in, &links_.grad_out, &links_.grad_in})
+    g->set_memory(&k);
+}
+
 }  // namespace strata::train

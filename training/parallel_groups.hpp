@@ -37,6 +37,8 @@ class ParallelGroups {
   bool dp_is_world() const { return dp_is_world_; }
   Group* embedding() { return size(kPp) > 1 ? &embedding_ : nullptr; }
   PipeLinks& links() { return links_; }
+  // Every group's buffers are in `k`'s memory (Group::set_memory).
+  void use_memory(const Kernels& k);
 
   // Bytes issued so far (Group::bytes) per kind of group: tensor-parallel, pipeline (sent),
   // data-parallel, the tied-embedding pair, and the whole job (when it is not also the

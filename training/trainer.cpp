@@ -34,10 +34,10 @@ Trainer::Trainer(const Options& o, ParallelGroups& groups, const TextData& data,
       tp_(groups.tp(), o.sequence_parallel, clock_),
       layout_(o.model, partition_of(o, groups.coord(kTp), groups.coord(kPp)), groups.size(kDp),
               bucket_elems(o)),
-      params_(layout_.padded_size()),
-      sync_(groups.dp(), layout_, o.zero),
+      params_(k, layout_.padded_size()),
+      sync_(groups.dp(), layout_, o.zero, k),
       grads_(sync_, layout_, tp_, groups.embedding(), clock_),
-      opt_(AdamWConfig{o.lr, 0.9f, 0.95f, 1e-8f, o.wd}, sync_.state_size()),
+      opt_(AdamWConfig{o.lr, 0.9f, 0.95f, 1e-8f, o.wd}, sync_.state_size(), k),
       schedule_{o.lr, o.warmup, o.steps, 0.1f},
       sampler_(o.seed),
       inputs_(static_cast<size_t>(local_batch_) * o.model.ctx),
@@ -45,7 +45,12 @@ Trainer::Trainer(const Options& o, ParallelGroups& groups, const TextData& data,
       slices_{groups.data_rank()},
       replica_slices_(groups.size(kDp)),
       step_start_(o.seed) {
-  init_params(layout_, params_.data(), o.seed);
+  groups.use_memory(k);
+  {
+    std::vector<float> host(params_.size());
+    init_params(layout_, host.data(), o.seed);
+    k.upload(params_.data(), host.data(), params_.bytes());
+  }
   for (const Chunk& c : layout_.partition().chunks)
     chunks_.push_back(std::make_unique<Gpt>(layout_, c, params_.data(), k_, tp_, micro_batch_));
   build_pipeline(o.microbatches, 0);
@@ -143,20 +148,24 @@ std::string Trainer::sample(int len, uint64_t seed) {
   std::unique_ptr<ParamLayout> whole;
   std::vector<float> gathered;
   Group one;
+  one.set_memory(&k_);
   StepClock unused;
   TensorParallel alone(one, false, unused);
   std::unique_ptr<Gpt> owned;
+  Buffer<float> whole_params;
   Gpt* model = chunks_[0].get();
   if (groups_.model_parallel()) {
     if (root) {
       whole = std::make_unique<ParamLayout>(o_.model, 1, bucket_elems(o_));
       gathered.assign(whole->padded_size(), 0.0f);
     }
-    gather_whole(params_.data(), false, [&](int id, const float* t) {
+    gather_whole(host_copy(Section::params).data(), false, [&](int id, const float* t) {
       std::memcpy(gathered.data() + whole->tensor(id).offset, t, whole->tensor(id).size * sizeof(float));
     });
     if (root) {
-      owned = std::make_unique<Gpt>(*whole, ModelPartition::whole(o_.model).chunks[0], gathered.data(),
+      whole_params = Buffer<float>(k_, gathered.size());
+      k_.upload(whole_params.data(), gathered.data(), whole_params.bytes());
+      owned = std::make_unique<Gpt>(*whole, ModelPartition::whole(o_.model).chunks[0], whole_params.data(),
                                     k_, alone, 1);
       model = owned.get();
     }
@@ -171,7 +180,9 @@ std::string Trainer::sample(int len, uint64_t seed) {
     int n = static_cast<int>(std::min<size_t>(ctx.size(), T));
     const int* window = ctx.data() + ctx.size() - n;
     model->forward(*acts, window, nullptr, 1, n);
-    const float* p = acts->probs() + static_cast<size_t>(n - 1) * V;
+    std::vector<float> last(V);
+    k_.download(last.data(), acts->probs() + static_cast<size_t>(n - 1) * V, V * sizeof(float));
+    const float* p = last.data();
     double u = rng.uniform(), acc = 0;
     int next = V - 1;
     for (int v = 0; v < V; ++v) {
@@ -188,16 +199,18 @@ std::string Trainer::sample(int len, uint64_t seed) {
 }
 
 uint64_t Trainer::param_checksum() const {
+  const std::vector<float> p = params_.to_host();
   uint64_t h = fnv1a(nullptr, 0);
   for (const auto& t : layout_.tensors())
-    h = fnv1a(params_.data() + t.offset, t.size * sizeof(float), h);
+    h = fnv1a(p.data() + t.offset, t.size * sizeof(float), h);
   return h;
 }
 
 uint64_t Trainer::replicated_checksum() const {
+  const std::vector<float> p = params_.to_host();
   uint64_t h = fnv1a(nullptr, 0);
   for (const auto& t : layout_.tensors())
-    if (t.split == Split::none) h = fnv1a(params_.data() + t.offset, t.size * sizeof(float), h);
+    if (t.split == Split::none) h = fnv1a(p.data() + t.offset, t.size * sizeof(float), h);
   return h;
 }
 

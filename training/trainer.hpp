@@ -89,7 +89,7 @@ class Trainer {
   void read_pieces(const std::function<void(size_t, size_t, float*)>& read, float* flat) const;
 
   const ParamLayout& layout() const { return layout_; }
-  float* params() { return params_.data(); }  // this rank's flat (padded) parameter buffer
+  float* params() { return params_.data(); }  // this rank's flat (padded) parameter buffer, in the kernels' memory
   CheckpointHeader checkpoint_header() const;  // this run's model, data position and step
   uint64_t param_checksum() const;       // over this rank's parameters
   uint64_t replicated_checksum() const;  // over its tensor-parallel replicated tensors
@@ -102,6 +102,8 @@ class Trainer {
 
  private:
   bool reports_loss() const;  // the rank whose loss counts: last stage, tensor-parallel rank 0
+  // This rank's parameters or a moment (Section), copied to the host.
+  std::vector<float> host_copy(Section s) const;
   // This stage's pipeline over its chunks; loss_scale as in Pipeline::Shape.
   void build_pipeline(int microbatches, float loss_scale);
 
@@ -113,7 +115,7 @@ class Trainer {
   StepClock clock_;
   TensorParallel tp_;
   ParamLayout layout_;
-  std::vector<float> params_;
+  Buffer<float> params_;  // in the kernels' memory, as everything the step computes on
   std::vector<std::unique_ptr<Gpt>> chunks_;
   GradSync sync_;
   StepGrads grads_;

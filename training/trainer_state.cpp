@@ -22,6 +22,10 @@ std::vector<Segment> of_tensor(const std::vector<Segment>& segs, const TensorInf
 
 }  // namespace
 
+std::vector<float> Trainer::host_copy(Section s) const {
+  return (s == Section::params ? params_ : s == Section::adam_m ? opt_.m() : opt_.v()).to_host();
+}
+
 void Trainer::gather_whole(const float* src, bool sharded, const std::function<void(int, const float*)>& emit) {
   Group& world = groups_.world();
   const RankGrid& grid = groups_.grid();
@@ -87,13 +91,15 @@ void Trainer::gather_whole(const float* src, bool sharded, const std::function<v
   for (auto& r : pending) r.wait();
 }
 
-Trainer::Kept Trainer::keep() const { return {params_, opt_.m(), opt_.v(), step_, sampler_}; }
+Trainer::Kept Trainer::keep() const {
+  return {host_copy(Section::params), host_copy(Section::adam_m), host_copy(Section::adam_v), step_, sampler_};
+}
 
 void Trainer::restore(const Kept& k) {
   // In place: the model chunks and the outer sync hold pointers into these buffers.
-  std::copy(k.params.begin(), k.params.end(), params_.begin());
-  std::copy(k.m.begin(), k.m.end(), opt_.m().begin());
-  std::copy(k.v.begin(), k.v.end(), opt_.v().begin());
+  k_.upload(params_.data(), k.params.data(), params_.bytes());
+  k_.upload(opt_.m().data(), k.m.data(), opt_.m().bytes());
+  k_.upload(opt_.v().data(), k.v.data(), opt_.v().bytes());
   step_ = k.step;
   sampler_ = k.sampler;
 }
@@ -103,8 +109,8 @@ void Trainer::save(const std::string& dir) {
   std::unique_ptr<CheckpointWriter> w;
   if (root) w = std::make_unique<CheckpointWriter>(dir);
   // The moments are sharded under ZeRO (each data-parallel rank holds its slices).
-  for (const float* src : {params_.data(), opt_.m().data(), opt_.v().data()})
-    gather_whole(src, src != params_.data() && o_.zero > 0, [&](int id, const float* whole) {
+  for (Section s : {Section::params, Section::adam_m, Section::adam_v})
+    gather_whole(host_copy(s).data(), s != Section::params && o_.zero > 0, [&](int id, const float* whole) {
       w->append(whole, layout_.tensor(id).full_size);
     });
   if (root) w->commit(checkpoint_header());
@@ -162,17 +168,19 @@ void Trainer::load(const CheckpointReader& r) {
   const CheckpointHeader& h = r.header();
   check_checkpoint_matches(h, o_);
   if (h.num_params != layout_.model_params()) throw TrainError("checkpoint parameter count differs");
+  // Read on the host, then copied into the kernels' memory.
   auto section = [&](Section s) {
     return [&r, s](size_t first, size_t n, float* out) { r.read(s, first, n, out); };
   };
-  read_pieces(section(Section::params), params_.data());
-  // The moments this rank's optimizer keeps (all, or its ZeRO slices).
   std::vector<float> flat(layout_.padded_size());
+  read_pieces(section(Section::params), flat.data());
+  k_.upload(params_.data(), flat.data(), params_.bytes());
+  // The moments this rank's optimizer keeps (all, or its ZeRO slices).
   for (Section s : {Section::adam_m, Section::adam_v}) {
     read_pieces(section(s), flat.data());
     float* state = (s == Section::adam_m ? opt_.m() : opt_.v()).data();
     for (const Segment& g : sync_.segments())
-      std::memcpy(state + g.state, flat.data() + g.param, g.len * sizeof(float));
+      k_.upload(state + g.state, flat.data() + g.param, g.len * sizeof(float));
   }
   step_ = static_cast<int>(h.step);
   sampler_.restore(h.data_rng, h.batches_drawn);

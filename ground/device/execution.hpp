@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "strata/device.hpp"
 #include "strata/types.hpp"
@@ -50,6 +51,16 @@ class Execution {
   virtual void finalize(void* dst, size_t count, DataType type, ReduceOp op, int nranks, Stream s) = 0;
   // fn(arg) on a backend thread when the stream gets there; fn must not call the backend.
   virtual void host_callback(Stream s, void (*fn)(void*), void* arg) = 0;
+  // Host code as a stream task over device memory, for a backend whose device memory is
+  // host memory reached through another address (the emulated backend; its device
+  // kernels are CPU code, such as the trainer's): when the stream gets there,
+  // fn(views) runs on a backend thread, views[i] being where the task reaches ptrs[i]
+  // (a pointer anywhere inside a device allocation; host memory and nullptr are passed
+  // as they are), and the allocations stay mapped while it runs. fn must not call the
+  // backend. A backend whose device memory belongs to a GPU refuses it (InvalidUsage):
+  // its kernels are GPU code.
+  using HostTask = std::function<void(void* const* views)>;
+  virtual void host_task(Stream s, const void* const* ptrs, int n, HostTask fn) = 0;
 
   // Stream memory operations (NCCL-style ordering between streams and processes): the
   // stream stores v into *flag once its earlier tasks are done (their writes visible

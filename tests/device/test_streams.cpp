@@ -11,6 +11,7 @@
 
 #include "device_test.hpp"
 #include "ground/device/emulated/backend.hpp"
+#include "strata/error.hpp"
 
 namespace strata_test {
 namespace {
@@ -171,6 +172,50 @@ int stale_reads(Execution& ex, strata::device::Memory& mem, bool wait, int trial
   ex.stream_destroy(reader);
   mem.free(d);
   return stale;
+}
+
+// A host task between two copies on its stream: it sees what the copy before it wrote
+// (through its views, at an offset inside the allocation), its writes are what the copy
+// after it reads, and host memory and nullptr reach it as they are. The CUDA backend
+// refuses it by name.
+TEST(Streams, HostTasksRunInStreamOrderOnViewsOfDeviceMemory) {
+  auto& ex = dev().execution();
+  const size_t n = 4096;
+  DeviceBuffer d(n * sizeof(int));
+  Stream s = ex.stream_create();
+  if (!on_emulated()) {
+    const void* p = d.get();
+    EXPECT_THROW(ex.host_task(s, &p, 1, [](void* const*) {}), strata::InvalidUsage);
+    ex.stream_destroy(s);
+    return;
+  }
+  PinnedBuffer<int> in(n), out(n, -1);
+  int host_word = 5;
+  for (int round = 1; round <= 20; ++round) {
+    for (size_t i = 0; i < n; ++i) in[i] = static_cast<int>(i) * round;
+    ex.copy(d.get(), in.data(), n * sizeof(int), s);
+    const void* ptrs[] = {static_cast<int*>(d.get()) + 1, &host_word, nullptr};
+    ex.host_task(s, ptrs, 3, [n, round](void* const* views) {
+      int* v = static_cast<int*>(views[0]);  // element 1 of the device buffer
+      const int add = *static_cast<int*>(views[1]);
+      for (size_t i = 0; i + 1 < n; ++i) v[i] = v[i] + add + (views[2] == nullptr ? round : -1000);
+    });
+    ex.copy(out.data(), d.get(), n * sizeof(int), s);
+    ex.stream_synchronize(s);
+    ASSERT_EQ(out[0], 0) << "round " << round;
+    for (size_t i = 1; i < n; ++i)
+      ASSERT_EQ(out[i], static_cast<int>(i) * round + 5 + round) << "element " << i << ", round " << round;
+  }
+  ex.stream_destroy(s);
+}
+
+TEST(Streams, HostTaskRefusesBadArguments) {
+  if (!on_emulated()) GTEST_SKIP() << "the cuda backend refuses every host task";
+  auto& ex = dev().execution();
+  EXPECT_THROW(ex.host_task(nullptr, nullptr, 1, [](void* const*) {}), strata::InvalidArgument);
+  EXPECT_THROW(ex.host_task(nullptr, nullptr, 0, nullptr), strata::InvalidArgument);
+  int dummy = 0;
+  EXPECT_THROW(ex.host_task(&dummy, nullptr, 0, [](void* const*) {}), strata::InvalidArgument);  // not a stream
 }
 
 #if defined(__SANITIZE_THREAD__)

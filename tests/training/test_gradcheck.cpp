@@ -122,12 +122,12 @@ TEST(GradCheck, MatchesPyTorch) {
   // Ours, through the same path strata-train uses (GradSync on a single-process group).
   const st::Kernels& k = st::cpu_kernels();
   st::Group group;
-  st::GradSync sync(group, layout, 0);
+  st::GradSync sync(group, layout, 0, k);
   st::StepClock clock;
   st::TensorParallel tp(group, false, clock);
   st::Gpt model(layout, layout.partition().chunks[0], params.data(), k, tp, B);
   auto acts = model.make_activations();
-  st::AdamW opt(st::AdamWConfig{lr, beta1, beta2, 1e-8f, wd}, sync.state_size());
+  st::AdamW opt(st::AdamWConfig{lr, beta1, beta2, 1e-8f, wd}, sync.state_size(), k);
 
   Check grads, losses, final, final_noise;
   std::vector<float> ours_grad(P), canon(P);

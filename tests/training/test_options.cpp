@@ -88,6 +88,33 @@ TEST(Options, MistakesInOurWords) {
   }
 }
 
+// --device and --precision: the values, and what a device cannot do yet.
+TEST(Options, DeviceValuesAndMistakes) {
+  Options o = parse({"--device", "emulated", "--precision", "fp32"});
+  validate_options(o, 1, false);
+  EXPECT_EQ(o.device, "emulated");
+  Options d = parse({});
+  validate_options(d, 1, false);
+  EXPECT_TRUE(d.device == "host" || d.device == "cuda") << d.device;  // cuda only where a GPU is
+  EXPECT_EQ(error_of({"--device", "tpu"}), "--device needs host, emulated or cuda, got 'tpu'");
+  EXPECT_EQ(error_of({"--precision", "fp16"}), "--precision needs fp32 or bf16, got 'fp16'");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> invalid = {
+      {{"--device", "emulated", "--precision", "bf16"}, "--precision bf16 needs --device cuda"},
+      {{"--device", "host", "--precision", "bf16"}, "--precision bf16 needs --device cuda"},
+      {{"--device", "emulated", "--dp", "4"}, "--device emulated runs as one process for now: a job of 4 ranks"},
+  };
+  for (const auto& [args, message] : invalid) {
+    Options x = parse(args);
+    std::string got;
+    try {
+      validate_options(x, args.size() > 2 && args[2] == "--dp" ? 4 : 1, true);
+    } catch (const TrainError& e) {
+      got = e.what();
+    }
+    EXPECT_NE(got.find(message), std::string::npos) << got << " | expected: " << message;
+  }
+}
+
 TEST(Options, DilocoValuesAndMistakes) {
   Options o = parse({"--diloco-h", "50", "--islands", "2", "--outer-lr", "0.5", "--outer-momentum", "0.8",
                      "--outer-dtype", "fp4", "--fragments", "4", "--overlap", "1", "--mix", "0.25"});

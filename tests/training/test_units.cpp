@@ -259,13 +259,13 @@ TEST(GradModes, AgreeInOneProcess) {
     st::Group g;
     std::vector<float> params(l.padded_size());
     st::init_params(l, params.data(), 3);
-    st::GradSync sync(g, l, zero, 2);
+    st::GradSync sync(g, l, zero, st::cpu_kernels(), 2);
     st::Group one;
     st::StepClock clock;
     st::TensorParallel tp(one, false, clock);
     st::Gpt model(l, l.partition().chunks[0], params.data(), st::cpu_kernels(), tp, B);
     auto acts = model.make_activations();
-    st::AdamW opt(st::AdamWConfig{}, sync.state_size());
+    st::AdamW opt(st::AdamWConfig{}, sync.state_size(), st::cpu_kernels());
     for (int step = 1; step <= 2; ++step) {
       sync.begin_step();
       model.forward(*acts, in.data(), tg.data(), B, T);

@@ -319,6 +319,11 @@ class CudaExecution final : public Execution {
     check(cudaLaunchHostFunc(native(s), fn, arg), "cudaLaunchHostFunc");
   }
 
+  void host_task(Stream, const void* const*, int, HostTask) override {
+    throw InvalidUsage("host_task: the cuda backend's device memory is the GPU's, which host code cannot reach; "
+                       "run GPU kernels on the stream instead");
+  }
+
   void write_value(Stream s, uint64_t* flag, uint64_t v) override {
     check_flag(flag, "write_value");
     // Without CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER: the stream's earlier writes are

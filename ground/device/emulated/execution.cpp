@@ -187,6 +187,22 @@ void EmulatedExecution::host_callback(device::Stream s, void (*fn)(void*), void*
   stream(s, "host_callback").enqueue([fn, arg] { fn(arg); });
 }
 
+void EmulatedExecution::host_task(device::Stream s, const void* const* ptrs, int n, HostTask fn) {
+  if (!fn) throw InvalidArgument("host_task: fn is empty");
+  if (n < 0 || (n > 0 && !ptrs)) throw InvalidArgument("host_task: " + std::to_string(n) + " pointers at " + address_text(ptrs));
+  Stream& st = stream(s, "host_task");
+  // Each pointer's bytes through the backend's mapping, kept mapped until the task ran.
+  std::vector<EmulatedMemory::Access> in;
+  in.reserve(n);
+  for (int i = 0; i < n; ++i) in.push_back(memory_.access(ptrs[i], 0, "host_task"));
+  st.enqueue([in = std::move(in), fn = std::move(fn)] {
+    std::vector<void*> views;
+    views.reserve(in.size());
+    for (const auto& a : in) views.push_back(a.bytes);
+    fn(views.data());
+  });
+}
+
 uint64_t* EmulatedExecution::flag_word(const void* flag, const char* call, RegionRef& keep) {
   if (!flag || reinterpret_cast<uintptr_t>(flag) % alignof(uint64_t) != 0)
     throw InvalidArgument(std::string(call) + ": the flag " + address_text(flag) + " is not an aligned 8-byte word");

@@ -32,6 +32,7 @@ class EmulatedExecution final : public Execution {
               device::Stream s) override;
   void finalize(void* dst, size_t count, DataType type, ReduceOp op, int nranks, device::Stream s) override;
   void host_callback(device::Stream s, void (*fn)(void*), void* arg) override;
+  void host_task(device::Stream s, const void* const* ptrs, int n, HostTask fn) override;
   void write_value(device::Stream s, uint64_t* flag, uint64_t v) override;
   void wait_value(device::Stream s, const uint64_t* flag, uint64_t v) override;
 
