@@ -106,8 +106,11 @@ TEST_P(DilocoLayouts, SplitIslandsEqualUnsplitOnes) {
   if (c.both.empty()) expect_islands_identical(end.path, "at step 20");
   ASSERT_EQ(static_cast<int>(full.checksums.size()), c.ranks) << full.describe();
   for (const auto& a : full.ranks)
-    for (const auto& b : full.ranks)
-      if (a.tp == b.tp && a.pp == b.pp) EXPECT_EQ(a.checksum, b.checksum) << "ranks of shard tp " << a.tp << " pp " << a.pp;
+    for (const auto& b : full.ranks) {
+      if (a.tp == b.tp && a.pp == b.pp) {
+        EXPECT_EQ(a.checksum, b.checksum) << "ranks of shard tp " << a.tp << " pp " << a.pp;
+      }
+    }
   std::cout << c.name << " (" << c.flags << " " << c.both << ", H " << c.h << "): 20 losses and "
             << ref.val_loss.size() << " validations worst relative " << worst << " from the unsplit islands"
             << (c.both.empty() ? "; island replicas bit-identical at step 20" : "") << "\n";

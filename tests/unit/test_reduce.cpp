@@ -197,12 +197,13 @@ void check_scale(DataType t, std::mt19937& rng) {
   constexpr size_t n = 9001;  // > two 4 KiB blocks of one-byte elements
   std::vector<T> x(n), out(n), want(n);
   T factor;
-  const bool sixteen = t == DataType::float16 || t == DataType::bfloat16;
-  auto to_f = [&](uint16_t v) { return t == DataType::float16 ? half_to_float(v) : bf16_to_float(v); };
-  auto from_f = [&](float f) { return t == DataType::float16 ? ref_half(f) : ref_bf16(f); };
+  // fp16, bf16 and fp8: the product of the two values, rounded once (fp8 saturating).
+  const strata_test::NarrowFormat* narrow = strata_test::narrow_format(t);
+  auto to_f = [&](T v) { return strata_test::narrow_decode(*narrow, static_cast<uint32_t>(v)); };
+  auto from_f = [&](double f) { return static_cast<T>(strata_test::narrow_encode(*narrow, f)); };
   auto draw = [&]() -> T {
     if constexpr (std::is_integral_v<T>) {
-      if (sixteen) return from_f(std::uniform_real_distribution<float>(-60, 60)(rng));
+      if (narrow) return from_f(std::uniform_real_distribution<double>(narrow->bits == 8 ? -24 : -60, narrow->bits == 8 ? 24 : 60)(rng));
       return static_cast<T>(rng());
     } else {
       return static_cast<T>(std::uniform_real_distribution<double>(-100, 100)(rng));
@@ -212,7 +213,7 @@ void check_scale(DataType t, std::mt19937& rng) {
   factor = draw();
   for (size_t i = 0; i < n; ++i) {
     if constexpr (std::is_integral_v<T>)
-      want[i] = sixteen ? from_f(to_f(x[i]) * to_f(factor)) : ref_op(x[i], factor, ReduceOp::prod);
+      want[i] = narrow ? from_f(to_f(x[i]) * to_f(factor)) : ref_op(x[i], factor, ReduceOp::prod);
     else
       want[i] = x[i] * factor;
   }
@@ -237,6 +238,8 @@ TEST(Scale, EveryTypeMatchesTheReferenceProduct) {
       case DataType::float64: check_scale<double>(t, rng); break;
       case DataType::float16:
       case DataType::bfloat16: check_scale<uint16_t>(t, rng); break;
+      case DataType::float8_e4m3:
+      case DataType::float8_e5m2: check_scale<uint8_t>(t, rng); break;
     }
     if (::testing::Test::HasFatalFailure()) return;
   }
