@@ -3,6 +3,7 @@
 #include <string>
 
 #include "strata/collective.hpp"
+#include "strata/device.hpp"
 #include "strata/error.hpp"
 #include "types.hpp"
 
@@ -68,7 +69,17 @@ void check(const NcclCall& call, const CommState& comm) {
   }
 }
 
-Work translate(const NcclCall& c, const CommState& state, const strata::Comm& comm) {
+namespace {
+
+// Whether the call goes the stream-ordered device path: either buffer is device memory (a
+// call mixing kinds is refused by Strata, on every rank).
+bool on_device(const NcclCall& c) {
+  return strata::device::kind_of(c.send) == strata::MemoryKind::device ||
+         strata::device::kind_of(c.recv) == strata::MemoryKind::device;
+}
+
+// Strata's ops for the call; `device`: its buffers are device memory.
+Work ops_of(const NcclCall& c, const CommState& state, const strata::Comm& comm, bool device) {
   const strata::DataType t = data_type(c.type);
   Work w;
   switch (c.what) {
@@ -91,6 +102,11 @@ Work translate(const NcclCall& c, const CommState& state, const strata::Comm& co
     } else {
       // A pre-multiplied sum: this rank's input times its scalar, then a sum.
       const PreMulSum p = state.op(c.op);
+      if (device || strata::device::kind_of(p.scalar()) == strata::MemoryKind::device)
+        throw strata::InvalidUsage("op " + std::to_string(static_cast<int>(c.op)) +
+                                   " is a pre-multiplied sum (ncclRedOpCreatePreMulSum), which Strata's libnccl.so.2 "
+                                   "does not implement on device memory (buffers or scalar): its scaling reads host "
+                                   "memory only");
       const strata::Geometry g = strata::geometry(op.coll, c.count, comm.size(), comm.rank(), c.root);
       if (g.send_count > 0 && c.send) {
         w.scaled.resize(g.send_count * strata::size_of(t));
@@ -100,6 +116,18 @@ Work translate(const NcclCall& c, const CommState& state, const strata::Comm& co
     }
   }
   w.ops.push_back(op);
+  return w;
+}
+
+}  // namespace
+
+Work translate(const NcclCall& c, const CommState& state, const strata::Comm& comm) {
+  const bool device = on_device(c);
+  Work w = ops_of(c, state, comm, device);
+  for (StrataOp& o : w.ops) {
+    o.on_device = device;
+    o.stream = c.stream;  // a cudaStream_t is the CUDA backend's device::Stream
+  }
   return w;
 }
 
@@ -113,7 +141,25 @@ strata::Request either(bool blocking, Sync&& sync, Async&& async) {
   return {};
 }
 
+// Device buffers: queued on the op's stream, returning at once (inside a group, send and
+// recv are recorded with their stream).
+strata::Request post_on_stream(strata::Comm& c, const StrataOp& o) {
+  switch (o.coll) {
+    case strata::Collective::all_reduce: return c.all_reduce(o.send, o.recv, o.count, o.type, o.op, o.stream);
+    case strata::Collective::reduce_scatter: return c.reduce_scatter(o.send, o.recv, o.count, o.type, o.op, o.stream);
+    case strata::Collective::all_gather: return c.all_gather(o.send, o.recv, o.count, o.type, o.stream);
+    case strata::Collective::broadcast: return c.broadcast(o.send, o.recv, o.count, o.type, o.root, o.stream);
+    case strata::Collective::reduce: return c.reduce(o.send, o.recv, o.count, o.type, o.op, o.root, o.stream);
+    case strata::Collective::all_to_all: return c.all_to_all(o.send, o.recv, o.count, o.type, o.stream);
+    case strata::Collective::send: return c.send(o.send, o.count, o.type, o.root, o.stream);
+    case strata::Collective::recv: return c.recv(o.recv, o.count, o.type, o.root, o.stream);
+    case strata::Collective::barrier: break;
+  }
+  throw strata::InternalError("the NCCL front end posted a barrier");
+}
+
 strata::Request post_one(strata::Comm& c, const StrataOp& o, bool blocking) {
+  if (o.on_device) return post_on_stream(c, o);
   switch (o.coll) {
     case strata::Collective::all_reduce:
       return either(blocking, [&] { c.all_reduce(o.send, o.recv, o.count, o.type, o.op); },
@@ -148,14 +194,19 @@ std::vector<strata::Request> post(strata::Comm& comm, std::span<const Work> work
     bool any_transfers = false;
     for (const Work& w : work) {
       if (w.transfers) any_transfers = true;
-      else if (strata::Request r = post_one(comm, w.ops[0], blocking); r.valid()) pending.push_back(std::move(r));
+      else if (strata::Request r = post_one(comm, w.ops[0], blocking); r.valid() && !w.ops[0].on_device)
+        pending.push_back(std::move(r));  // a device op is stream-ordered: not waited for
     }
     if (!any_transfers) return pending;
+    bool device_transfers = false;
     comm.group_start();
     try {
       for (const Work& w : work)
         if (w.transfers)
-          for (const StrataOp& o : w.ops) post_one(comm, o, blocking);
+          for (const StrataOp& o : w.ops) {
+            post_one(comm, o, blocking);
+            device_transfers = device_transfers || o.on_device;
+          }
     } catch (...) {
       // The group holds a refused transfer: ending it refuses it on every rank (docs/api.md).
       try {
@@ -164,7 +215,8 @@ std::vector<strata::Request> post(strata::Comm& comm, std::span<const Work> work
       }
       throw;
     }
-    if (blocking) comm.group_end();
+    if (device_transfers) comm.group_end_async();  // ordered on the transfers' streams
+    else if (blocking) comm.group_end();
     else if (strata::Request r = comm.group_end_async(); r.valid()) pending.push_back(std::move(r));
     return pending;
   } catch (...) {

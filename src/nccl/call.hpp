@@ -1,7 +1,8 @@
 // One NCCL operation, and the one place where it becomes Strata's (translate): buffers,
-// count, type, operator, root or peer, stream. Today every buffer is host memory, which
-// goes down Strata's host path and completes before the call returns (the stream is not
-// used); the stream-ordered device path will branch here on the buffers' memory kind.
+// count, type, operator, root or peer, stream. Host buffers go down Strata's host path and
+// complete before the call returns (the stream is not used); device buffers
+// (strata::device::kind_of) go the stream-ordered device path: the op carries the caller's
+// stream, and the call returns once it is queued on it.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +11,7 @@
 
 #include "comm.hpp"
 #include "nccl/nccl.h"
+#include "strata/device.hpp"
 #include "strata/strata.hpp"
 
 namespace strata_nccl {
@@ -42,6 +44,9 @@ struct StrataOp {
   strata::DataType type;
   strata::ReduceOp op;
   int root;
+  // Device buffers: posted with the Comm overloads taking `stream`, never waited for.
+  bool on_device = false;
+  strata::device::Stream stream = nullptr;
 };
 
 // An NCCL call's work on a Strata communicator: one collective, or transfers that run as
@@ -54,12 +59,15 @@ struct Work {
 };
 
 // Reads the input of a pre-multiplied sum (it scales it), so it runs when the call runs.
+// A pre-multiplied sum on device buffers is InvalidUsage (strata::scale reads host memory).
 Work translate(const NcclCall& call, const CommState& state, const strata::Comm& comm);
 
 // Runs the work of one communicator's calls as an NCCL group does: the collectives in
 // order, then every transfer as one Strata group (so a rank's sends and receives are all
 // posted at once, and ranks agree on the order whatever the interleaving). Blocking:
-// returns when all is done; otherwise returns the requests to wait for.
+// returns when the host work is done; otherwise returns the host requests to wait for.
+// Device work is only queued on its streams (as NCCL): its requests are not returned; a
+// failure of it is the communicator's async error.
 std::vector<strata::Request> post(strata::Comm& comm, std::span<const Work> work, bool blocking);
 
 }  // namespace strata_nccl

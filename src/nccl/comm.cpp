@@ -101,6 +101,20 @@ strata::Comm CommState::comm_locked() const {
 ncclResult_t CommState::async_error(std::string* what) {
   std::lock_guard lk(m_);
   if (creating_ || splitting_ > 0) return ncclInProgress;
+  if (error_ == ncclSuccess && comm_.valid()) {
+    // A device operation that failed after its call returned (stream-ordered).
+    if (std::exception_ptr failed = comm_.async_error()) {
+      try {
+        std::rethrow_exception(failed);
+      } catch (const strata::Error& e) {
+        error_ = code_of(e.kind());
+        error_text_ = e.what();
+      } catch (const std::exception& e) {
+        error_ = ncclInternalError;
+        error_text_ = e.what();
+      }
+    }
+  }
   if (what) *what = error_text_;
   return error_;
 }

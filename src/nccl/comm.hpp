@@ -55,7 +55,8 @@ class CommState : public std::enable_shared_from_this<CommState> {
   strata::Comm made();
 
   // ncclCommGetAsyncError: ncclInProgress while being made or split; otherwise the failure
-  // that broke the communicator (its message in `what`), or ncclSuccess.
+  // that broke the communicator (its message in `what`): a failed call's, or a device
+  // operation's that failed after its call returned (strata::Comm::async_error); or ncclSuccess.
   ncclResult_t async_error(std::string* what);
   // A call on it failed: a failure that leaves it broken (a peer's, a timeout, the OS's)
   // becomes its asynchronous error.

@@ -1,7 +1,6 @@
-// ncclMemAlloc/ncclMemFree and buffer registration. Today ncclMemAlloc hands out
-// page-aligned host memory, which every call takes down the host path; with Strata's
-// device layer it becomes strata::alloc (device memory), here alone.
-#include <cstdlib>
+// ncclMemAlloc/ncclMemFree and buffer registration. ncclMemAlloc is strata::alloc: device
+// memory where a device backend is loaded (STRATA_DEVICE; calls on it go the
+// stream-ordered device path), else page-aligned host memory (the host path).
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -9,6 +8,7 @@
 #include "comm.hpp"
 #include "entry.hpp"
 #include "errors.hpp"
+#include "strata/device.hpp"
 
 using namespace strata_nccl;
 
@@ -28,10 +28,7 @@ ncclResult_t pncclMemAlloc(void** ptr, size_t size) {
   return guarded("ncclMemAlloc", [&] {
     if (!ptr) throw strata::InvalidArgument("ptr is NULL");
     if (size == 0) throw strata::InvalidArgument("size is 0");
-    constexpr size_t kPage = 4096;
-    if (size > SIZE_MAX - kPage) throw strata::InvalidArgument("size " + std::to_string(size) + " is too large");
-    void* p = std::aligned_alloc(kPage, (size + kPage - 1) / kPage * kPage);
-    if (!p) throw strata::SystemError("ncclMemAlloc: no memory for " + std::to_string(size) + " bytes");
+    void* p = strata::alloc(size, strata::device::available() ? strata::MemoryKind::device : strata::MemoryKind::host);
     std::lock_guard lk(allocations_m);
     allocations().emplace(p, size);
     *ptr = p;
@@ -47,7 +44,7 @@ ncclResult_t pncclMemFree(void* ptr) {
       if (!allocations().erase(ptr))
         throw strata::InvalidArgument("ptr was not returned by ncclMemAlloc (or was freed already)");
     }
-    std::free(ptr);
+    strata::free(ptr);
     return ncclSuccess;
   });
 }

@@ -3,9 +3,11 @@
  * NVIDIA's nccl.h (where installed) and linked with Strata's libnccl.so.2.
  *   strata-run -n 3 collectives_check ID_FILE        (or mpirun -np 3 ...)
  * Also: ncclBcast, ncclGather/ncclScatter, a ring of ncclSend/ncclRecv in a group, and a
- * call with count 0. Buffers are host memory, or CUDA device memory when built with
- * HARNESS_CUDA (collectives_check_cuda: tests/nccl/gpu_checks.sh). Prints "collectives_check rank R: N checks, F failed"; exit 0 when
- * none failed. */
+ * call with count 0. Buffers are host memory, or device memory (harness.h): CUDA's when
+ * built with HARNESS_CUDA (collectives_check_cuda: tests/nccl/gpu_checks.sh), Strata's
+ * device layer's with HARNESS_STRATA_DEVICE (collectives_check_device, run with
+ * STRATA_DEVICE=emulated). Prints "collectives_check rank R: N checks, F failed"; exit 0
+ * when none failed. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,8 +120,7 @@ static void run_case(ncclComm_t comm, enum coll c, ncclDataType_t t, ncclRedOp_t
       break;
     default: break;
   }
-  harness_sync();
-  harness_download(recvbuf, drecv, big * es);
+  harness_download(recvbuf, drecv, big * es); /* queued after the call on its stream: no other wait */
   snprintf(what, sizeof what, "%s %s %s root %d %s", coll_names[c], harness_type_name(t),
            reduces(c) ? op_names[op] : "-", rooted(c) ? root : -1, in_place ? "in place" : "out of place");
   CHECK_RESULT(r, ncclSuccess);

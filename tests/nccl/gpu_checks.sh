@@ -4,10 +4,12 @@
 #   tests/nccl/gpu_checks.sh [BUILD_DIR]        (default: build)
 # 1. collectives_check_cuda: every collective x type x operator on CUDA device buffers, two
 #    ranks sharing cuda:0 (NVIDIA's NCCL refuses that), under strata-run.
+#    Then device_check (tests/nccl/device_check.cpp, ncclMemAlloc's memory) with
+#    STRATA_DEVICE=cuda: until now run on the emulated backend only.
 # 2. The nccl* functions torch's CUDA library imports, all defined by our library.
 # 3. ddp_check.py: PyTorch's ProcessGroupNCCL over our library, 2 ranks on cuda:0, DDP's
 #    losses and parameters equal to one process on the whole batch.
-# Python: $STRATA_GPU_PYTHON, else python3 (it needs torch 2.x with CUDA). Runs all three;
+# Python: $STRATA_GPU_PYTHON, else python3 (it needs torch 2.x with CUDA). Runs them all;
 # exit status 1 when any failed. About a minute.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,6 +23,11 @@ verdict() { if [ "$1" -eq 0 ]; then echo "-- passed"; else echo "-- FAILED"; fai
 step "collectives on device buffers, 2 ranks on cuda:0"
 STRATA_TIMEOUT=60 python3 "$here/run_job.py" strata-run -n 2 --strata-run "$build/bin/strata-run" --timeout 240 \
   -- "$build/bin/collectives_check_cuda" '{id}'
+verdict $?
+
+step "device_check (stream order, groups, refusals, the async error) on the CUDA backend, 2 ranks on cuda:0"
+STRATA_DEVICE=cuda STRATA_TIMEOUT=60 python3 "$here/run_job.py" strata-run -n 2 --strata-run "$build/bin/strata-run" \
+  --timeout 240 -- "$build/bin/device_check" '{id}'
 verdict $?
 
 step "torch's nccl* imports against our exports"

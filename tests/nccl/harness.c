@@ -221,7 +221,8 @@ void harness_upload(void* dst, const void* host, size_t bytes) {
   cuda_must(cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to the device");
 }
 void harness_download(void* host, const void* src, size_t bytes) {
-  cuda_must(cudaMemcpy(host, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy from the device");
+  cuda_must(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, harness_stream()), "cudaMemcpyAsync from the device");
+  cuda_must(cudaStreamSynchronize(harness_stream()), "cudaStreamSynchronize");
 }
 cudaStream_t harness_stream(void) {
   static cudaStream_t s = NULL;
@@ -230,6 +231,8 @@ cudaStream_t harness_stream(void) {
 }
 void harness_sync(void) { cuda_must(cudaStreamSynchronize(harness_stream()), "cudaStreamSynchronize"); }
 const char* harness_memory(void) { return "cuda"; }
+#elif defined(HARNESS_STRATA_DEVICE)
+/* harness_device.cpp: Strata's device layer */
 #else
 void* harness_alloc(size_t bytes) { return calloc(bytes ? bytes : 1, 1); }
 void harness_free(void* p) { free(p); }

@@ -54,7 +54,11 @@ double harness_now(void); /* seconds, monotonic */
 
 /* The buffers calls are given: host memory; or, built with HARNESS_CUDA (the target
  * collectives_check_cuda, which tests/nccl/gpu_checks.sh runs), CUDA device memory on the
- * current device, filled and read through copies, the calls ordered on harness_stream(). */
+ * current device; or, built with HARNESS_STRATA_DEVICE (harness_device.cpp: the targets
+ * collectives_check_device and device_check), ncclMemAlloc's device memory on Strata's
+ * device layer (STRATA_DEVICE=emulated in the tests). Device buffers are filled and read
+ * through copies, the calls ordered on harness_stream(); harness_download queues its copy
+ * on that stream and waits for it alone. */
 void* harness_alloc(size_t bytes); /* zeroed */
 void harness_free(void* p);
 void harness_upload(void* dst, const void* host, size_t bytes);
