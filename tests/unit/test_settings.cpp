@@ -196,8 +196,9 @@ const std::map<std::string, Malformed>& malformed_values() {
 
 // Read where they are used, not by a communicator: STRATA_TOPO_FILE by the topology
 // loader (a file it cannot load is an error naming it, tests/topology), STRATA_PYTHON
-// by the tests (any command).
-const std::set<std::string> kReadElsewhere = {"STRATA_TOPO_FILE", "STRATA_PYTHON"};
+// by the tests (any command), STRATA_TRAIN_TEST_DEVICE by the trainer's device kernel
+// tests (a device they cannot have fails them naming it).
+const std::set<std::string> kReadElsewhere = {"STRATA_TOPO_FILE", "STRATA_PYTHON", "STRATA_TRAIN_TEST_DEVICE"};
 
 // The environment of rank 0 of a one-rank strata-run job.
 struct OneRankJob {
