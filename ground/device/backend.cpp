@@ -50,13 +50,14 @@ std::unique_ptr<Backend> load_cuda() {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_backend(std::string_view choice) {
+std::unique_ptr<Backend> make_backend(std::string_view given) {
+  // Checked and spelt as STRATA_DEVICE's row of the settings table declares: one list.
+  const std::string choice =
+      given.empty() ? "auto" : settings::choose("STRATA_DEVICE", given, settings::find("STRATA_DEVICE").choices);
   if (choice == "none") return nullptr;
   if (choice == "emulated")
     return emulated::make_backend(static_cast<unsigned>(settings::integer("STRATA_EMULATED_DELAY_US")));
   if (choice == "cuda") return load_cuda();
-  if (choice != "auto" && !choice.empty())
-    throw InvalidArgument("STRATA_DEVICE=" + std::string(choice) + " is not one of: auto, cuda, emulated, none");
   // auto: CUDA where a driver and a GPU exist; anything else means no device backend.
   if (!driver_present()) return nullptr;
   try {
