@@ -1,6 +1,10 @@
 #include "group.hpp"
 
 #include <cstring>
+#include <exception>
+#include <strata/device.hpp>
+
+#include "ground/device/backend.hpp"
 
 namespace strata::train {
 
@@ -15,9 +19,23 @@ void Group::copy(float* recv, const float* send, size_t n) const {
     std::memcpy(recv, send, n * sizeof(float));
 }
 
+strata::device::Stream Group::stream_for(const void* buf) const {
+  if (!memory_ || !memory_->stream()) return nullptr;
+  return strata::device::kind_of(buf) == strata::MemoryKind::device ? memory_->stream() : nullptr;
+}
+
+void Group::check() const {
+  if (!distributed()) return;
+  if (std::exception_ptr e = comm_.async_error()) std::rethrow_exception(e);
+}
+
 strata::Request Group::all_reduce(const float* send, float* recv, size_t n, ReduceOp op) {
   if (!distributed()) {
     copy(recv, send, n);
+    return {};
+  }
+  if (strata::device::Stream s = stream_for(recv)) {
+    count(n, comm_.all_reduce(send, recv, n, DataType::float32, op, s));
     return {};
   }
   return count(n, comm_.all_reduce_async(send, recv, n, DataType::float32, op));
@@ -28,12 +46,20 @@ strata::Request Group::reduce_scatter(const float* send, float* recv, size_t n, 
     copy(recv, send, n);
     return {};
   }
+  if (strata::device::Stream s = stream_for(recv)) {
+    count(n * size_, comm_.reduce_scatter(send, recv, n, DataType::float32, op, s));
+    return {};
+  }
   return count(n * size_, comm_.reduce_scatter_async(send, recv, n, DataType::float32, op));
 }
 
 strata::Request Group::all_gather(const float* send, float* recv, size_t n) {
   if (!distributed()) {
     copy(recv, send, n);
+    return {};
+  }
+  if (strata::device::Stream s = stream_for(recv)) {
+    count(n * size_, comm_.all_gather(send, recv, n, DataType::float32, s));
     return {};
   }
   return count(n * size_, comm_.all_gather_async(send, recv, n, DataType::float32));
@@ -48,11 +74,37 @@ double Group::all_reduce_sum(double x) {
   return x;
 }
 
+struct Group::SendStream {
+  strata::device::Execution& ex;
+  strata::device::Stream stream;
+  strata::device::Event queued;  // the trainer's stream up to the send
+  explicit SendStream(strata::device::Execution& e) : ex(e), stream(e.stream_create()), queued(e.event_create()) {}
+  ~SendStream() {
+    ex.stream_destroy(stream);  // waits for its sends (a failed one releases it)
+    ex.event_destroy(queued);
+  }
+};
+
+Group::SendStream& Group::send_stream() {
+  if (!sends_) sends_ = std::make_shared<SendStream>(strata::device::require_backend("a device send").execution());
+  return *sends_;
+}
+
 strata::Request Group::send(const float* buf, size_t n, int peer) {
+  if (stream_for(buf)) {
+    SendStream& s = send_stream();
+    s.ex.event_record(s.queued, memory_->stream());
+    s.ex.stream_wait(s.stream, s.queued);
+    return count(n, comm_.send(buf, n, DataType::float32, peer, s.stream));
+  }
   return count(n, comm_.send_async(buf, n, DataType::float32, peer));
 }
 
 strata::Request Group::recv(float* buf, size_t n, int peer) {
+  if (strata::device::Stream s = stream_for(buf)) {
+    comm_.recv(buf, n, DataType::float32, peer, s);
+    return {};
+  }
   return comm_.recv_async(buf, n, DataType::float32, peer);
 }
 
@@ -81,7 +133,11 @@ Group Group::shrink() {
 }
 
 void Group::broadcast(float* buf, size_t n, int root) {
-  if (distributed()) count(n, comm_.broadcast_async(buf, buf, n, DataType::float32, root)).wait();
+  if (!distributed()) return;
+  if (strata::device::Stream s = stream_for(buf))
+    count(n, comm_.broadcast(buf, buf, n, DataType::float32, root, s)).wait();
+  else
+    count(n, comm_.broadcast_async(buf, buf, n, DataType::float32, root)).wait();
 }
 
 std::vector<strata::HierarchyLevel> Group::hierarchy() const {

@@ -1,13 +1,28 @@
 // A group of ranks that the trainer communicates in (data-parallel, tensor-parallel, a
 // pipeline link, or the whole job): a Strata communicator, or one process (no
 // STRATA_RANK, or a group of one) where every collective is the identity. Collectives are
-// on float32; an empty Request (one process) counts as complete. Each group counts the
+// on float32; an empty Request (one process) counts as complete.
+//
+// On a device (set_memory with a device's Kernels), a call on buffers in device memory is
+// the communicator's stream form on the trainer's stream: it runs after the kernels queued
+// before it and the kernels queued after it wait for it, so the call returns an empty
+// Request (nothing for the host to wait for) and the step never waits on the host for a
+// collective. A failure is kept by the communicator (Comm::async_error): the next call
+// throws it, and check() does. Calls on host memory (the loss, the norm) stay host calls;
+// a communicator runs its calls in issue order, host and device alike.
+// Sends are the exception: a send waits for its receiver, and on the trainer's stream it
+// would hold back what the pipeline's schedule queues after it (1F1B: stage 0's second
+// activation send waits for stage 1, which first waits for the gradient that stage 0 is to
+// receive after that send). So a device send leaves from a stream of the group's own,
+// after the kernels queued so far, and returns its Request: the caller waits on it before
+// it writes the buffer again (which waits for the send, not for the trainer's stream). Each group counts the
 // bytes of the calls it issues (the size of each collective's whole vector; for a send,
 // the message), which is how strata-train reports traffic per group.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <strata/strata.hpp>
 #include <vector>
 
@@ -26,6 +41,8 @@ class Group {
   // The memory of the buffers this group is given (the trainer's device): how one
   // process copies between them. Unset: host memory.
   void set_memory(const Kernels* k) { memory_ = k; }
+  // Throws the error of a failed device call, if any (a poll: it does not wait).
+  void check() const;
 
   // recv = send reduced over the ranks (in place when equal).
   strata::Request all_reduce(const float* send, float* recv, size_t n, strata::ReduceOp op);
@@ -74,10 +91,16 @@ class Group {
     ++calls_;
     return r;
   }
+  // The stream a call on `buf` is ordered on: the trainer's when it is device memory of
+  // this group's device; nullptr for a host call.
+  strata::device::Stream stream_for(const void* buf) const;
   // One process: recv = send (n floats).
   void copy(float* recv, const float* send, size_t n) const;
   strata::Comm comm_;
+  struct SendStream;
+  SendStream& send_stream();
   const Kernels* memory_ = nullptr;
+  std::shared_ptr<SendStream> sends_;  // made by the first device send
   int rank_ = 0;
   int size_ = 1;
   uint64_t bytes_ = 0, calls_ = 0;
