@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <exception>
+#include <vector>
 #include <strata/device.hpp>
 
 #include "ground/device/backend.hpp"
@@ -76,26 +77,47 @@ double Group::all_reduce_sum(double x) {
 
 struct Group::SendStream {
   strata::device::Execution& ex;
+  const Kernels& memory;
   strata::device::Stream stream;
-  strata::device::Event queued;  // the trainer's stream up to the send
-  explicit SendStream(strata::device::Execution& e) : ex(e), stream(e.stream_create()), queued(e.event_create()) {}
+  strata::device::Event copied;  // the trainer's stream up to the copy into a slot
+  struct Slot {
+    void* buf;
+    size_t bytes;
+    strata::device::Event sent;  // never recorded: free
+  };
+  std::vector<Slot> slots;
+
+  SendStream(strata::device::Execution& e, const Kernels& k)
+      : ex(e), memory(k), stream(e.stream_create()), copied(e.event_create()) {}
   ~SendStream() {
     ex.stream_destroy(stream);  // waits for its sends (a failed one releases it)
-    ex.event_destroy(queued);
+    ex.event_destroy(copied);
+    for (Slot& s : slots) {
+      ex.event_destroy(s.sent);
+      memory.free(s.buf);
+    }
+  }
+  // A slot of at least `bytes` whose send is over.
+  Slot& free_slot(size_t bytes) {
+    for (Slot& s : slots)
+      if (s.bytes >= bytes && ex.event_query(s.sent)) return s;
+    slots.push_back({memory.alloc(bytes), bytes, ex.event_create()});
+    return slots.back();
   }
 };
 
-Group::SendStream& Group::send_stream() {
-  if (!sends_) sends_ = std::make_shared<SendStream>(strata::device::require_backend("a device send").execution());
-  return *sends_;
-}
-
 strata::Request Group::send(const float* buf, size_t n, int peer) {
   if (stream_for(buf)) {
-    SendStream& s = send_stream();
-    s.ex.event_record(s.queued, memory_->stream());
-    s.ex.stream_wait(s.stream, s.queued);
-    return count(n, comm_.send(buf, n, DataType::float32, peer, s.stream));
+    if (!sends_)
+      sends_ = std::make_shared<SendStream>(strata::device::require_backend("a device send").execution(), *memory_);
+    SendStream& s = *sends_;
+    SendStream::Slot& slot = s.free_slot(n * sizeof(float));
+    memory_->copy(slot.buf, buf, n * sizeof(float));
+    s.ex.event_record(s.copied, memory_->stream());
+    s.ex.stream_wait(s.stream, s.copied);
+    count(n, comm_.send(slot.buf, n, DataType::float32, peer, s.stream));
+    s.ex.event_record(slot.sent, s.stream);
+    return {};
   }
   return count(n, comm_.send_async(buf, n, DataType::float32, peer));
 }

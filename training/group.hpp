@@ -13,9 +13,11 @@
 // Sends are the exception: a send waits for its receiver, and on the trainer's stream it
 // would hold back what the pipeline's schedule queues after it (1F1B: stage 0's second
 // activation send waits for stage 1, which first waits for the gradient that stage 0 is to
-// receive after that send). So a device send leaves from a stream of the group's own,
-// after the kernels queued so far, and returns its Request: the caller waits on it before
-// it writes the buffer again (which waits for the send, not for the trainer's stream). Each group counts the
+// receive after that send). So a device send copies the buffer on the trainer's stream
+// into a slot of the group's own and leaves from the group's send stream after that copy,
+// as a host send that buffers its message: the caller may write the buffer again at once
+// (the empty Request), and a slot is reused only once its send is over (an event the host
+// polls; another slot is made meanwhile), so neither stream nor host waits for a receiver. Each group counts the
 // bytes of the calls it issues (the size of each collective's whole vector; for a send,
 // the message), which is how strata-train reports traffic per group.
 #pragma once
@@ -98,7 +100,6 @@ class Group {
   void copy(float* recv, const float* send, size_t n) const;
   strata::Comm comm_;
   struct SendStream;
-  SendStream& send_stream();
   const Kernels* memory_ = nullptr;
   std::shared_ptr<SendStream> sends_;  // made by the first device send
   int rank_ = 0;
