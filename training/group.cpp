@@ -12,12 +12,12 @@ namespace strata::train {
 using strata::DataType;
 using strata::ReduceOp;
 
-void Group::copy(float* recv, const float* send, size_t n) const {
+void Group::copy(void* recv, const void* send, size_t n, DataType type) const {
   if (recv == send) return;
   if (memory_)
-    memory_->copy(recv, send, n * sizeof(float));
+    memory_->copy(recv, send, n * strata::size_of(type));
   else
-    std::memcpy(recv, send, n * sizeof(float));
+    std::memcpy(recv, send, n * strata::size_of(type));
 }
 
 strata::device::Stream Group::stream_for(const void* buf) const {
@@ -30,28 +30,28 @@ void Group::check() const {
   if (std::exception_ptr e = comm_.async_error()) std::rethrow_exception(e);
 }
 
-strata::Request Group::all_reduce(const float* send, float* recv, size_t n, ReduceOp op) {
+strata::Request Group::all_reduce(const void* send, void* recv, size_t n, DataType type, ReduceOp op) {
   if (!distributed()) {
-    copy(recv, send, n);
+    copy(recv, send, n, type);
     return {};
   }
   if (strata::device::Stream s = stream_for(recv)) {
-    count(n, comm_.all_reduce(send, recv, n, DataType::float32, op, s));
+    count(n, comm_.all_reduce(send, recv, n, type, op, s), type);
     return {};
   }
-  return count(n, comm_.all_reduce_async(send, recv, n, DataType::float32, op));
+  return count(n, comm_.all_reduce_async(send, recv, n, type, op), type);
 }
 
-strata::Request Group::reduce_scatter(const float* send, float* recv, size_t n, ReduceOp op) {
+strata::Request Group::reduce_scatter(const void* send, void* recv, size_t n, DataType type, ReduceOp op) {
   if (!distributed()) {
-    copy(recv, send, n);
+    copy(recv, send, n, type);
     return {};
   }
   if (strata::device::Stream s = stream_for(recv)) {
-    count(n * size_, comm_.reduce_scatter(send, recv, n, DataType::float32, op, s));
+    count(n * size_, comm_.reduce_scatter(send, recv, n, type, op, s), type);
     return {};
   }
-  return count(n * size_, comm_.reduce_scatter_async(send, recv, n, DataType::float32, op));
+  return count(n * size_, comm_.reduce_scatter_async(send, recv, n, type, op), type);
 }
 
 strata::Request Group::all_gather(const float* send, float* recv, size_t n) {

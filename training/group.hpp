@@ -46,14 +46,22 @@ class Group {
   // Throws the error of a failed device call, if any (a poll: it does not wait).
   void check() const;
 
-  // recv = send reduced over the ranks (in place when equal).
-  strata::Request all_reduce(const float* send, float* recv, size_t n, strata::ReduceOp op);
+  // recv = send reduced over the ranks (in place when equal). The calls on void* take n
+  // elements of `type` (the gradients' wire type, --grad-dtype); the others are float32.
+  strata::Request all_reduce(const void* send, void* recv, size_t n, strata::DataType type, strata::ReduceOp op);
+  strata::Request all_reduce(const float* send, float* recv, size_t n, strata::ReduceOp op) {
+    return all_reduce(send, recv, n, strata::DataType::float32, op);
+  }
   strata::Request all_reduce_avg(float* buf, size_t n) {
     return all_reduce(buf, buf, n, strata::ReduceOp::avg);
   }
   // send holds size()*n elements; this rank's reduced slice lands in recv (n elements;
   // in place when recv == send + rank*n).
-  strata::Request reduce_scatter(const float* send, float* recv, size_t n, strata::ReduceOp op);
+  strata::Request reduce_scatter(const void* send, void* recv, size_t n, strata::DataType type,
+                                 strata::ReduceOp op);
+  strata::Request reduce_scatter(const float* send, float* recv, size_t n, strata::ReduceOp op) {
+    return reduce_scatter(send, recv, n, strata::DataType::float32, op);
+  }
   strata::Request reduce_scatter_avg(const float* send, float* recv, size_t n) {
     return reduce_scatter(send, recv, n, strata::ReduceOp::avg);
   }
@@ -88,16 +96,16 @@ class Group {
   void abort();
 
  private:
-  strata::Request count(size_t elems, strata::Request r) {
-    bytes_ += elems * sizeof(float);
+  strata::Request count(size_t elems, strata::Request r, strata::DataType type = strata::DataType::float32) {
+    bytes_ += elems * strata::size_of(type);
     ++calls_;
     return r;
   }
   // The stream a call on `buf` is ordered on: the trainer's when it is device memory of
   // this group's device; nullptr for a host call.
   strata::device::Stream stream_for(const void* buf) const;
-  // One process: recv = send (n floats).
-  void copy(float* recv, const float* send, size_t n) const;
+  // One process: recv = send (n elements of type).
+  void copy(void* recv, const void* send, size_t n, strata::DataType type = strata::DataType::float32) const;
   strata::Comm comm_;
   struct SendStream;
   const Kernels* memory_ = nullptr;

@@ -46,6 +46,7 @@ Trainer::Trainer(const Options& o, ParallelGroups& groups, const TextData& data,
       replica_slices_(groups.size(kDp)),
       step_start_(o.seed) {
   groups.use_memory(k);
+  sync_.reduce_in_bf16(o.grad_dtype == "bf16");
   {
     std::vector<float> host(params_.size());
     init_params(layout_, host.data(), o.seed);
