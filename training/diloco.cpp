@@ -149,9 +149,10 @@ void Diloco::connect(Trainer& trainer) {
 }
 
 void Diloco::after_step(Trainer& trainer) {
-  pull(trainer);
+  const bool touches = outer_.next_step_touches_params();
+  if (touches) pull(trainer);
   between_islands([&] { outer_.step(); });
-  push(trainer);
+  if (touches) push(trainer);
   if (o_.on_failure == "continue" && trainer.step() % o_.diloco_h == 0) keep(trainer);
 }
 

@@ -167,9 +167,10 @@ class Diloco {
   strata::OuterSync outer_;
   // The parameters the outer sync reads and writes: the trainer's on the host; on a device
   // a host copy of them (staged_), filled by pull() before each outer call and copied back
-  // by push() after it. (The outer step is a few vector operations per parameter once
-  // every H steps, next to an exchange between islands that goes through host memory
-  // anyway; the copies cost two transfers of this rank's parameters per outer call.)
+  // by push() after it, around the inner steps whose outer step touches them. (The outer
+  // step is a few vector operations per parameter once every H steps, next to an exchange
+  // between islands that goes through host memory anyway; the copies cost two transfers
+  // of this rank's parameters per such step.)
   std::vector<float> staged_;
   float* outer_params(Trainer& trainer) { return staged_.empty() ? trainer.params() : staged_.data(); }
   void pull(Trainer& trainer);

@@ -80,7 +80,10 @@ INSTANTIATE_TEST_SUITE_P(
                     Layout{"dp2_zero2", 2, {"--dp", "2", "--zero", "2"}},
                     Layout{"dp2_grad_bf16", 2, {"--dp", "2", "--grad-dtype", "bf16"}},
                     Layout{"dp2_zero2_grad_bf16", 2, {"--dp", "2", "--zero", "2", "--grad-dtype", "bf16"}},
-                    Layout{"diloco_2_islands", 2, {"--dp", "2", "--diloco-h", "5", "--islands", "2"}}),
+                    Layout{"diloco_2_islands", 2, {"--dp", "2", "--diloco-h", "5", "--islands", "2"}},
+                    Layout{"diloco_streaming", 2,
+                           {"--dp", "2", "--diloco-h", "4", "--islands", "2", "--fragments", "2", "--overlap", "1",
+                            "--mix", "0.5"}}),
     [](const testing::TestParamInfo<Layout>& i) { return i.param.name; });
 
 }  // namespace
