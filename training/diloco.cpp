@@ -131,23 +131,41 @@ Diloco::Diloco(const Options& o, strata::Comm job, Trainer& trainer, ParallelGro
   connect(trainer);
 }
 
+void Diloco::pull(Trainer& trainer) {
+  if (!staged_.empty())
+    trainer.kernels().download(staged_.data(), trainer.params(), staged_.size() * sizeof(float));
+}
+
+void Diloco::push(Trainer& trainer) {
+  if (!staged_.empty()) trainer.kernels().upload(trainer.params(), staged_.data(), staged_.size() * sizeof(float));
+}
+
 void Diloco::connect(Trainer& trainer) {
   shard_ = job_.split(shard_id_, started_as_);
-  outer_ = strata::OuterSync(shard_, trainer.params(), trainer.layout().padded_size(), o_.outer,
+  if (trainer.kernels().stream()) staged_.assign(trainer.layout().padded_size(), 0.0f);
+  pull(trainer);
+  outer_ = strata::OuterSync(shard_, outer_params(trainer), trainer.layout().padded_size(), o_.outer,
                              layer_segments(trainer.layout()));
 }
 
 void Diloco::after_step(Trainer& trainer) {
+  const bool touches = outer_.next_step_touches_params();
+  if (touches) pull(trainer);
   between_islands([&] { outer_.step(); });
+  if (touches) push(trainer);
   if (o_.on_failure == "continue" && trainer.step() % o_.diloco_h == 0) keep(trainer);
 }
 
 double Diloco::evaluate(Trainer& trainer) {
   const size_t n = trainer.layout().padded_size();
-  std::vector<float> local(trainer.params(), trainer.params() + n);
-  between_islands([&] { outer_.global_params(trainer.params()); });
+  float* params = outer_params(trainer);
+  pull(trainer);
+  std::vector<float> local(params, params + n);
+  between_islands([&] { outer_.global_params(params); });
+  push(trainer);
   const double loss = trainer.evaluate();
-  std::copy(local.begin(), local.end(), trainer.params());
+  std::copy(local.begin(), local.end(), params);
+  push(trainer);
   return loss;
 }
 
@@ -176,10 +194,12 @@ void Diloco::load(const CheckpointReader& outer, const Trainer& trainer) {
 }
 
 void Diloco::finish(Trainer& trainer) {
+  pull(trainer);
   between_islands([&] {
     outer_.finish();
-    outer_.global_params(trainer.params());
+    outer_.global_params(outer_params(trainer));
   });
+  push(trainer);
 }
 
 void Diloco::close() {

@@ -165,6 +165,16 @@ class Diloco {
   int shard_id_;        // this rank's (tp, pp) position: tp + T * pp
   strata::Comm shard_;  // the ranks that hold this rank's shard, island after island
   strata::OuterSync outer_;
+  // The parameters the outer sync reads and writes: the trainer's on the host; on a device
+  // a host copy of them (staged_), filled by pull() before each outer call and copied back
+  // by push() after it, around the inner steps whose outer step touches them. (The outer
+  // step is a few vector operations per parameter once every H steps, next to an exchange
+  // between islands that goes through host memory anyway; the copies cost two transfers
+  // of this rank's parameters per such step.)
+  std::vector<float> staged_;
+  float* outer_params(Trainer& trainer) { return staged_.empty() ? trainer.params() : staged_.data(); }
+  void pull(Trainer& trainer);
+  void push(Trainer& trainer);
   // Of the outer syncs before outer_ (the islands lost or took back one), and the release of
   // outer_ (`failed`: aborted, without waiting for a peer) keeping its counts there.
   strata::OuterSyncStats earlier_;

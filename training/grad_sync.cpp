@@ -35,6 +35,7 @@ void GradSync::abandon() {
     } catch (const std::exception&) {  // the failure the caller is recovering from
     }
     if (f.staging >= 0) free_.push_back(f.staging);
+    if (f.wire >= 0) wire_free_.push_back(f.wire);
   }
   inflight_.clear();
 }
@@ -82,6 +83,14 @@ void GradSync::retire_oldest() {
   inflight_.pop_front();
   f.req.wait();
   if (f.staging >= 0) free_.push_back(f.staging);
+  if (f.wire >= 0) {
+    k_.from_bf16(f.back, f.reduced, f.len, 1.0f / static_cast<float>(group_->size()));
+    wire_free_.push_back(f.wire);
+  }
+}
+
+void GradSync::retire_done() {
+  while (!inflight_.empty() && inflight_.front().req.test()) retire_oldest();
 }
 
 void GradSync::ready_from(int tensor) {
@@ -94,19 +103,40 @@ void GradSync::launch(int k) {
   const size_t n = layout_.slice(b);
   const int r = group_->rank();
   InFlight f;
-  if (zero_ == 0) {
-    f.req = group_->all_reduce_avg(full_.data() + b.offset, b.real);
-  } else if (zero_ == 1) {
-    float* g = full_.data() + b.offset;
-    f.req = group_->reduce_scatter_avg(g, g + r * n, n);
-  } else {
+  // zero 0: the bucket's real elements, averaged in place; zero 1, 2: the padded bucket
+  // (from the full gradient, or a staging buffer), this rank's slice of n averaged into dst.
+  const bool scatter = zero_ != 0;
+  const float* src = full_.data() + b.offset;
+  float* dst = full_.data() + b.offset + (scatter ? r * n : 0);
+  const size_t len = scatter ? n : b.real;
+  if (zero_ == 2) {
     // A bucket backward never touched (not possible for this model, but cheap to allow)
     // still takes part: every rank must issue the same collectives.
     if (staging_of_[k] < 0) staging_of_[k] = acquire();
     f.staging = staging_of_[k];
-    f.req = group_->reduce_scatter_avg(pool_[f.staging].data(), shard_.data() + b.shard_offset, n);
+    src = pool_[f.staging].data();
+    dst = shard_.data() + b.shard_offset;
+  }
+  if (!bf16_) {
+    f.req = scatter ? group_->reduce_scatter_avg(src, dst, len) : group_->all_reduce(src, dst, len, strata::ReduceOp::avg);
+  } else {
+    if (wire_free_.empty()) {
+      wire_.emplace_back(k_, layout_.max_bucket());
+      wire_free_.push_back(static_cast<int>(wire_.size()) - 1);
+    }
+    f.wire = wire_free_.back();
+    wire_free_.pop_back();
+    uint16_t* w = wire_[f.wire].data();
+    k_.to_bf16(w, src, scatter ? len * group_->size() : len);
+    uint16_t* reduced = scatter ? w + r * n : w;
+    f.req = scatter ? group_->reduce_scatter(w, reduced, len, strata::DataType::bfloat16, strata::ReduceOp::sum)
+                    : group_->all_reduce(w, reduced, len, strata::DataType::bfloat16, strata::ReduceOp::sum);
+    f.reduced = reduced;
+    f.back = dst;
+    f.len = len;
   }
   inflight_.push_back(std::move(f));
+  retire_done();
 }
 
 void GradSync::finish() {

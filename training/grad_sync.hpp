@@ -11,9 +11,15 @@
 //
 // Buckets go out in the order backward completes them (last layer first); collectives
 // on a communicator run in issue order, so waiting on the oldest frees staging first.
+//
+// --grad-dtype bf16: each bucket is rounded to bf16 into a wire buffer, summed over the
+// ranks in bf16 (the library adds in fp32 and rounds each sum once), and cast back to
+// fp32 times 1/ranks into where the fp32 reduction would have put it; on a device all
+// three are queued on the training stream at once.
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <deque>
 #include <vector>
 
@@ -32,6 +38,8 @@ class GradSync final : public GradSink {
   // free one).
   GradSync(Group& group, const ParamLayout& layout, int zero, const Kernels& k, int staging_buffers = 3);
 
+  // Reduce the gradients in bf16 (--grad-dtype bf16) rather than fp32.
+  void reduce_in_bf16(bool on) { bf16_ = on; }
   void begin_step();
   // After a failure: waits out what is in flight (it has failed), and, zero 0 only (its
   // layout does not depend on the rank count), reduces over `group` from now on.
@@ -62,10 +70,16 @@ class GradSync final : public GradSink {
   struct InFlight {
     strata::Request req;
     int staging = -1;  // pool buffer to free when it completes (zero 2)
+    // bf16: the wire buffer, and the reduced elements in it to cast back into `back`.
+    int wire = -1;
+    const uint16_t* reduced = nullptr;
+    float* back = nullptr;
+    size_t len = 0;
   };
   void launch(int bucket);
   int acquire();
   void retire_oldest();
+  void retire_done();  // those already complete, oldest first
 
   Group* group_;
   const ParamLayout& layout_;
@@ -81,6 +95,9 @@ class GradSync final : public GradSink {
   std::vector<int> staging_of_;  // per bucket, -1 when none
   int next_bucket_ = -1;         // highest bucket not yet launched
   std::deque<InFlight> inflight_;
+  bool bf16_ = false;
+  std::vector<Buffer<uint16_t>> wire_;  // bf16: one per bucket in flight
+  std::vector<int> wire_free_;
 };
 
 }  // namespace strata::train

@@ -1,13 +1,30 @@
 // A group of ranks that the trainer communicates in (data-parallel, tensor-parallel, a
 // pipeline link, or the whole job): a Strata communicator, or one process (no
 // STRATA_RANK, or a group of one) where every collective is the identity. Collectives are
-// on float32; an empty Request (one process) counts as complete. Each group counts the
+// on float32; an empty Request (one process) counts as complete.
+//
+// On a device (set_memory with a device's Kernels), a call on buffers in device memory is
+// the communicator's stream form on the trainer's stream: it runs after the kernels queued
+// before it and the kernels queued after it wait for it, so the call returns an empty
+// Request (nothing for the host to wait for) and the step never waits on the host for a
+// collective. A failure is kept by the communicator (Comm::async_error): the next call
+// throws it, and check() does. Calls on host memory (the loss, the norm) stay host calls;
+// a communicator runs its calls in issue order, host and device alike.
+// Sends are the exception: a send waits for its receiver, and on the trainer's stream it
+// would hold back what the pipeline's schedule queues after it (1F1B: stage 0's second
+// activation send waits for stage 1, which first waits for the gradient that stage 0 is to
+// receive after that send). So a device send copies the buffer on the trainer's stream
+// into a slot of the group's own and leaves from the group's send stream after that copy,
+// as a host send that buffers its message: the caller may write the buffer again at once
+// (the empty Request), and a slot is reused only once its send is over (an event the host
+// polls; another slot is made meanwhile), so neither stream nor host waits for a receiver. Each group counts the
 // bytes of the calls it issues (the size of each collective's whole vector; for a send,
 // the message), which is how strata-train reports traffic per group.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <strata/strata.hpp>
 #include <vector>
 
@@ -26,15 +43,25 @@ class Group {
   // The memory of the buffers this group is given (the trainer's device): how one
   // process copies between them. Unset: host memory.
   void set_memory(const Kernels* k) { memory_ = k; }
+  // Throws the error of a failed device call, if any (a poll: it does not wait).
+  void check() const;
 
-  // recv = send reduced over the ranks (in place when equal).
-  strata::Request all_reduce(const float* send, float* recv, size_t n, strata::ReduceOp op);
+  // recv = send reduced over the ranks (in place when equal). The calls on void* take n
+  // elements of `type` (the gradients' wire type, --grad-dtype); the others are float32.
+  strata::Request all_reduce(const void* send, void* recv, size_t n, strata::DataType type, strata::ReduceOp op);
+  strata::Request all_reduce(const float* send, float* recv, size_t n, strata::ReduceOp op) {
+    return all_reduce(send, recv, n, strata::DataType::float32, op);
+  }
   strata::Request all_reduce_avg(float* buf, size_t n) {
     return all_reduce(buf, buf, n, strata::ReduceOp::avg);
   }
   // send holds size()*n elements; this rank's reduced slice lands in recv (n elements;
   // in place when recv == send + rank*n).
-  strata::Request reduce_scatter(const float* send, float* recv, size_t n, strata::ReduceOp op);
+  strata::Request reduce_scatter(const void* send, void* recv, size_t n, strata::DataType type,
+                                 strata::ReduceOp op);
+  strata::Request reduce_scatter(const float* send, float* recv, size_t n, strata::ReduceOp op) {
+    return reduce_scatter(send, recv, n, strata::DataType::float32, op);
+  }
   strata::Request reduce_scatter_avg(const float* send, float* recv, size_t n) {
     return reduce_scatter(send, recv, n, strata::ReduceOp::avg);
   }
@@ -69,15 +96,20 @@ class Group {
   void abort();
 
  private:
-  strata::Request count(size_t elems, strata::Request r) {
-    bytes_ += elems * sizeof(float);
+  strata::Request count(size_t elems, strata::Request r, strata::DataType type = strata::DataType::float32) {
+    bytes_ += elems * strata::size_of(type);
     ++calls_;
     return r;
   }
-  // One process: recv = send (n floats).
-  void copy(float* recv, const float* send, size_t n) const;
+  // The stream a call on `buf` is ordered on: the trainer's when it is device memory of
+  // this group's device; nullptr for a host call.
+  strata::device::Stream stream_for(const void* buf) const;
+  // One process: recv = send (n elements of type).
+  void copy(void* recv, const void* send, size_t n, strata::DataType type = strata::DataType::float32) const;
   strata::Comm comm_;
+  struct SendStream;
   const Kernels* memory_ = nullptr;
+  std::shared_ptr<SendStream> sends_;  // made by the first device send
   int rank_ = 0;
   int size_ = 1;
   uint64_t bytes_ = 0, calls_ = 0;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <strata/device.hpp>
 
 namespace strata::train {
@@ -64,6 +65,12 @@ class Kernels {
   virtual void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) const = 0;
 
   virtual void add_inplace(float* y, const float* x, size_t n) const = 0;  // y += x
+
+  // The gradients' bf16 copy for the reduction (--grad-dtype bf16): out = in rounded to
+  // the nearest bfloat16 (ties to even: ground/half.hpp, as the library's reductions
+  // round); and back, times `scale` (the average's 1/ranks).
+  virtual void to_bf16(uint16_t* out, const float* in, size_t n) const = 0;
+  virtual void from_bf16(float* out, const uint16_t* in, size_t n, float scale) const = 0;
 
   // out[b,t] = wte[tokens[b,t] - vocab_start] + wpe[t]. wte holds vocabulary rows
   // [vocab_start, vocab_start + vocab_rows) (a tensor-parallel piece); a token outside

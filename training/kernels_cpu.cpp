@@ -10,6 +10,7 @@
 #include <new>
 
 #include "device/math.hpp"
+#include "ground/half.hpp"
 #include "kernels.hpp"
 
 namespace strata::train {
@@ -327,6 +328,12 @@ class CpuKernels final : public Kernels {
     train::gelu_backward(dinp, inp, dout, n);
   }
   void add_inplace(float* y, const float* x, size_t n) const override { train::add_inplace(y, x, n); }
+  void to_bf16(uint16_t* out, const float* in, size_t n) const override {
+    for (size_t i = 0; i < n; ++i) out[i] = float_to_bf16(in[i]);
+  }
+  void from_bf16(float* out, const uint16_t* in, size_t n, float scale) const override {
+    for (size_t i = 0; i < n; ++i) out[i] = bf16_to_float(in[i]) * scale;
+  }
   void embed_forward(float* out, const int* tokens, const float* wte, int vocab_start, int vocab_rows,
                      const float* wpe, int B, int T, int C) const override {
     train::embed_forward(out, tokens, wte, vocab_start, vocab_rows, wpe, B, T, C);

@@ -241,9 +241,9 @@ int run(int argc, char** argv) {
         lay.padded_size(), lay.buckets().size());
     std::printf(
         "data %s: %zu bytes (train %zu, val %zu) | batch %d = %d ranks x %d, %d tokens "
-        "per step | zero %d | %d BLAS threads per rank\n",
+        "per step | zero %d, gradients reduced in %s | %d BLAS threads per rank\n",
         data.path().c_str(), data.size(), data.train_size(), data.val_size(), o.batch, o.dp,
-        o.batch / o.dp, o.batch * o.model.ctx, o.zero, threads);
+        o.batch / o.dp, o.batch * o.model.ctx, o.zero, o.grad_dtype.c_str(), threads);
     if (world > 1) std::fputs(groups->grid().describe().c_str(), stdout);
     if (o.tp > 1)
       std::printf("tensor parallel: %d ranks, %d heads and %d vocabulary entries each%s\n", o.tp,

@@ -50,6 +50,7 @@ class Gpt {
   ~Gpt();
 
   const Chunk& chunk() const { return chunk_; }
+  const Kernels& kernels() const { return k_; }  // the memory its tensors are in
   std::unique_ptr<Activations> make_activations() const;
   size_t activation_bytes() const;  // of one microbatch
 

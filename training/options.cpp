@@ -209,6 +209,13 @@ const std::vector<Flag>& flags() {
          if (v != "fp32" && v != "bf16") throw TrainError("--precision needs fp32 or bf16, got '" + v + "'");
          o.precision = v;
        }},
+      {"grad-dtype", "fp32|bf16",
+       "the type the data-parallel gradient reductions are in: fp32, or bf16 (rounded for the reduction, "
+       "averaged back in fp32; default fp32)",
+       [](Options& o, const std::string& v) {
+         if (v != "fp32" && v != "bf16") throw TrainError("--grad-dtype needs fp32 or bf16, got '" + v + "'");
+         o.grad_dtype = v;
+       }},
       {"help", "", "print this help", [](Options& o, const std::string&) { o.help = true; }},
   };
   return table;

@@ -49,6 +49,8 @@ struct Options {
   // Where the model computes (training/device/choose.hpp): host, emulated or cuda; empty
   // until validate_options puts the default there. precision: fp32 or bf16 (cuda).
   std::string device, precision = "fp32";
+  // What the data-parallel gradient reductions are in: fp32, or bf16 (grad_sync.hpp).
+  std::string grad_dtype = "fp32";
   bool help = false;
 };
 

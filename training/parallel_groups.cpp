@@ -90,8 +90,13 @@ void ParallelGroups::destroy() {
 }
 
 void ParallelGroups::use_memory(const Kernels& k) {
-  for (Group* g : {&world_, &tp_, &dp_, &embedding_, &links_.act_out, &links_.act_in, &links_.grad_out, &links_.grad_in})
-    g->set_memory(&k);
+  for (Group* g : others()) g->set_memory(&k);
+  world_.set_memory(&k);
+}
+
+void ParallelGroups::check() {
+  for (Group* g : others()) g->check();
+  world_.check();
 }
 
 }  // namespace strata::train

@@ -39,6 +39,8 @@ class ParallelGroups {
   PipeLinks& links() { return links_; }
   // Every group's buffers are in `k`'s memory (Group::set_memory).
   void use_memory(const Kernels& k);
+  // Throws the error of any group's failed device call (Group::check).
+  void check();
 
   // Bytes issued so far (Group::bytes) per kind of group: tensor-parallel, pipeline (sent),
   // data-parallel, the tied-embedding pair, and the whole job (when it is not also the

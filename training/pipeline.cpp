@@ -103,7 +103,9 @@ double Pipeline::train(const int* tokens, const int* targets, int b, int T, Step
       if (grad_sends_.empty() || !grad_sends_.front().req.test()) grad_sends_.emplace_back();
       else grad_sends_.push_back(std::move(grad_sends_.front())), grad_sends_.pop_front();
       Outgoing& out = grad_sends_.back();
-      out.buf.assign(a->grad(), a->grad() + rows);
+      const Kernels& k = chunks_[x.chunk]->kernels();
+      if (out.buf.size() < rows) out.buf = Buffer<float>(k, rows);
+      k.copy(out.buf.data(), a->grad(), rows * sizeof(float));
       out.req = links_.grad_out.send(out.buf.data(), rows, peer(links_.grad_out));
     }
     release(x.chunk, a);

@@ -17,6 +17,7 @@
 #include <memory>
 #include <vector>
 
+#include "device/buffer.hpp"
 #include "group.hpp"
 #include "model.hpp"
 #include "pipeline_schedule.hpp"
@@ -83,7 +84,7 @@ class Pipeline {
   std::vector<std::vector<Acts*>> live_;                        // [chunk][microbatch]
   std::vector<std::vector<strata::Request>> act_sends_;         // [chunk][microbatch]
   struct Outgoing {
-    std::vector<float> buf;
+    Buffer<float> buf;  // in the chunks' memory
     strata::Request req;
   };
   std::deque<Outgoing> grad_sends_;

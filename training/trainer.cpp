@@ -46,6 +46,7 @@ Trainer::Trainer(const Options& o, ParallelGroups& groups, const TextData& data,
       replica_slices_(groups.size(kDp)),
       step_start_(o.seed) {
   groups.use_memory(k);
+  sync_.reduce_in_bf16(o.grad_dtype == "bf16");
   {
     std::vector<float> host(params_.size());
     init_params(layout_, host.data(), o.seed);
@@ -108,6 +109,7 @@ StepResult Trainer::train_step() {
   opt_.step(k_, sync_.segments(), params_.data(), sync_.grads(), step_ + 1, r.lr,
             clip_scale(r.grad_norm, o_.clip));
   clock_.comm([&] { sync_.gather_params(params_.data()); });
+  groups_.check();  // a device collective that failed after its call returned
   r.time_s = StepClock::now() - t_start;
   r.comm_wait_s = clock_.comm_s();
   r.idle_s = clock_.idle_s();
@@ -216,7 +218,8 @@ uint64_t Trainer::replicated_checksum() const {
 
 uint64_t Trainer::embedding_checksum() const {
   const TensorInfo& wte = layout_.tensor(tensor_wte());
-  return fnv1a(params_.data() + wte.offset, wte.size * sizeof(float));
+  const std::vector<float> p = params_.to_host(wte.offset, wte.size);
+  return fnv1a(p.data(), p.size() * sizeof(float));
 }
 
 }  // namespace strata::train

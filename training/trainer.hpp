@@ -89,6 +89,7 @@ class Trainer {
   void read_pieces(const std::function<void(size_t, size_t, float*)>& read, float* flat) const;
 
   const ParamLayout& layout() const { return layout_; }
+  const Kernels& kernels() const { return k_; }  // where the parameters are
   float* params() { return params_.data(); }  // this rank's flat (padded) parameter buffer, in the kernels' memory
   CheckpointHeader checkpoint_header() const;  // this run's model, data position and step
   uint64_t param_checksum() const;       // over this rank's parameters

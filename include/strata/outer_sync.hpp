@@ -90,6 +90,10 @@ class OuterSync {
   // Applies every fragment whose exchange is in flight or waiting for its step.
   void finish();
 
+  // Whether the next step() reads or writes the parameters (a fragment's exchange starts
+  // or is applied then): a caller that keeps them elsewhere, e.g. in device memory, copies
+  // them to and from the buffer around those steps only.
+  bool next_step_touches_params() const;
   long long steps() const;  // step() calls so far (or as loaded)
   int islands() const;
   int island() const;       // this rank's island, 0..islands()-1

@@ -335,6 +335,14 @@ void OuterSync::finish() {
     if (m.apply_at[p] >= 0 || m.inflight[p].valid()) m.apply(p);
 }
 
+bool OuterSync::next_step_touches_params() const {
+  const Impl& m = checked();
+  const long long t = m.t + 1;
+  for (size_t p = 0; p < m.lay.fragments.size(); ++p)
+    if (m.apply_at[p] == t || exchanged_at(m.frag(p), t, m.cfg.every)) return true;
+  return false;
+}
+
 long long OuterSync::steps() const { return checked().t; }
 int OuterSync::islands() const { return checked().isl.count; }
 int OuterSync::island() const { return checked().me_island; }

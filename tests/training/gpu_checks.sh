@@ -8,6 +8,9 @@
 # 1. The device kernels on CUDA against the host kernels (test_training DeviceKernels.*,
 #    1e-4 relative on CUDA: its sums run in another order).
 # 2. fp32 (no TF32): 20 steps on --device cuda, the losses within 1e-4 of --device host.
+# 2b. Two ranks sharing the one GPU (strata-run -n 2; a correctness check of the trainer's
+#    groups on the device collectives, not of speed): dp 2 + ZeRO-1, tp 2 and pp 2, 20
+#    fp32 steps each, the losses within 1e-4 of the same layout on --device host.
 # 3. bf16: the validation loss after 500 steps within 1% of the fp32 run's.
 # 4. Speed, GPT-2 small's shape (12 layers, 12 heads, 768 wide, context 1024, bytes),
 #    batch 8: strata-train --device cuda --precision bf16 (tokens/s of the median step
@@ -63,19 +66,21 @@ PY
   fi
 fi
 failed=0
+ranks=  # train_run's: none, one process
 step() { echo "== $1"; }
 verdict() { if [ "$1" -eq 0 ]; then echo "-- passed"; else echo "-- FAILED"; failed=1; fi; }
-# A run of strata-train into $1.log ($1: a name), its last lines shown when it fails.
+# A run of strata-train into $1.log ($1: a name), its last lines shown when it fails;
+# under strata-run with $ranks ranks when that is set.
 train_run() {
   name=$1
   shift
-  timeout 300 "$train" --data "$data" "$@" > "$tmp/$name.log" 2>&1
+  timeout 300 ${ranks:+"$build/bin/strata-run" -n "$ranks" --} "$train" --data "$data" "$@" > "$tmp/$name.log" 2>&1
   rc=$?
   [ $rc -eq 0 ] || { echo "strata-train $* exited $rc:"; tail -5 "$tmp/$name.log"; }
   return $rc
 }
-# The "step N/M | loss X" lines of a log as "N X", one a line.
-losses() { sed -n 's/^step *\([0-9]*\)\/[0-9]* | loss \([0-9.]*\) .*/\1 \2/p' "$1"; }
+# The "step N/M | loss X" lines of a log as "N X", one a line (after strata-run's "[r] ").
+losses() { sed -n 's/^\(\[[0-9]*\] \)\{0,1\}step *\([0-9]*\)\/[0-9]* | loss \([0-9.]*\) .*/\2 \3/p' "$1"; }
 # Every loss of $1 within relative $3 of $2's, step by step (and as many of them).
 same_losses() {
   losses "$1" > "$tmp/a"
@@ -101,6 +106,17 @@ train_run host $small --steps 20 --eval-batches 0 --device host &&
   train_run fp32_20 $small --steps 20 --eval-batches 0 --device $dev &&
   grep '^device' "$tmp/fp32_20.log" && same_losses "$tmp/fp32_20.log" "$tmp/host.log" 1e-4
 verdict $?
+
+ranks=2
+for layout in "--dp 2 --zero 1" "--tp 2" "--pp 2 --microbatches 4"; do
+  step "2 ranks on one $dev device, $layout: 20 fp32 steps within 1e-4 of the host's"
+  tag=$(echo "$layout" | tr -dc 'a-z0-9')
+  train_run "host_$tag" $small $layout --steps 20 --eval-batches 0 --device host &&
+    train_run "ranks_$tag" $small $layout --steps 20 --eval-batches 0 --device $dev &&
+    same_losses "$tmp/ranks_$tag.log" "$tmp/host_$tag.log" 1e-4
+  verdict $?
+done
+ranks=
 
 step "$low: the validation loss after $long steps within 1% of fp32's"
 train_run fp32 $small --steps $long --eval-every $long --eval-batches 8 --log-every 100 --device $dev &&

@@ -126,7 +126,8 @@ TEST(DeviceRuns, DevicesThatCannotBeHadAreRefused) {
       {0, {"--device", "emulated"}, {{"STRATA_DEVICE", "none"}},
        "--device emulated, but the device backend is none (STRATA_DEVICE=none)"},
       {0, {"--device", "emulated", "--precision", "bf16"}, {}, "--precision bf16 needs --device cuda"},
-      {2, {"--device", "emulated"}, {}, "--device emulated runs as one process for now"},
+      {2, {"--device", "emulated", "--on-failure", "shrink"}, {},
+       "--device emulated with --on-failure shrink: going on after a failure is not implemented on a device"},
   };
   // No GPU here: cuda cannot be had, and the backend says why (no driver; or, in a build
   // without the CUDA backend such as the sanitizers', no libstrata-cuda.so).

@@ -98,10 +98,13 @@ TEST(Options, DeviceValuesAndMistakes) {
   EXPECT_TRUE(d.device == "host" || d.device == "cuda") << d.device;  // cuda only where a GPU is
   EXPECT_EQ(error_of({"--device", "tpu"}), "--device needs host, emulated or cuda, got 'tpu'");
   EXPECT_EQ(error_of({"--precision", "fp16"}), "--precision needs fp32 or bf16, got 'fp16'");
+  EXPECT_EQ(error_of({"--grad-dtype", "fp16"}), "--grad-dtype needs fp32 or bf16, got 'fp16'");
+  EXPECT_EQ(parse({"--grad-dtype", "bf16"}).grad_dtype, "bf16");
   const std::vector<std::pair<std::vector<std::string>, std::string>> invalid = {
       {{"--device", "emulated", "--precision", "bf16"}, "--precision bf16 needs --device cuda"},
       {{"--device", "host", "--precision", "bf16"}, "--precision bf16 needs --device cuda"},
-      {{"--device", "emulated", "--dp", "4"}, "--device emulated runs as one process for now: a job of 4 ranks"},
+      {{"--device", "emulated", "--dp", "4", "--on-failure", "shrink"},
+       "--device emulated with --on-failure shrink: going on after a failure is not implemented on a device"},
   };
   for (const auto& [args, message] : invalid) {
     Options x = parse(args);

@@ -287,4 +287,51 @@ TEST(GradModes, AgreeInOneProcess) {
   std::cout << "zero 2: " << buckets << " buckets, at most " << staging_peak << " staged at once\n";
 }
 
+// --grad-dtype bf16 in one process: the reduction is the identity, so each gradient the
+// optimizer sees is the fp32 gradient rounded once to bfloat16 (to nearest, ties to even,
+// computed here from the bits), in every ZeRO mode.
+TEST(GradModes, Bf16ReductionRoundsEachGradientOnce) {
+  auto round_bf16 = [](float x) {
+    uint32_t u;
+    std::memcpy(&u, &x, sizeof u);
+    u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+    std::memcpy(&x, &u, sizeof x);
+    return x;
+  };
+  const int B = 2, T = 32;
+  std::vector<int> in(B * T), tg(B * T);
+  for (int i = 0; i < B * T; ++i) {
+    in[i] = (i * 13) % 256;
+    tg[i] = (i * 7 + 1) % 256;
+  }
+  for (int zero = 0; zero <= 2; ++zero) {
+    st::ParamLayout l(kOdd, 1, 1500);
+    std::vector<float> params(l.padded_size());
+    st::init_params(l, params.data(), 5);
+    std::vector<float> grads[2];
+    for (bool bf16 : {false, true}) {
+      st::Group g, one;
+      st::GradSync sync(g, l, zero, st::cpu_kernels(), 2);
+      sync.reduce_in_bf16(bf16);
+      st::StepClock clock;
+      st::TensorParallel tp(one, false, clock);
+      st::Gpt model(l, l.partition().chunks[0], params.data(), st::cpu_kernels(), tp, B);
+      auto acts = model.make_activations();
+      sync.begin_step();
+      model.forward(*acts, in.data(), tg.data(), B, T);
+      model.backward(*acts, sync, 1.0f);
+      sync.finish();
+      for (const st::Segment& s : sync.segments())
+        grads[bf16].insert(grads[bf16].end(), sync.grads() + s.grad, sync.grads() + s.grad + s.len);
+    }
+    ASSERT_EQ(grads[0].size(), grads[1].size());
+    size_t changed = 0;
+    for (size_t i = 0; i < grads[0].size(); ++i) {
+      ASSERT_EQ(grads[1][i], round_bf16(grads[0][i])) << "zero " << zero << ", gradient " << i;
+      changed += grads[1][i] != grads[0][i];
+    }
+    EXPECT_GT(changed, grads[0].size() / 2) << "zero " << zero << ": bf16 left most gradients as they were";
+  }
+}
+
 }  // namespace

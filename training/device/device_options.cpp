@@ -10,12 +10,12 @@ void validate_device(Options& o, int world) {
   if (o.precision == "bf16" && o.device != "cuda")
     throw TrainError("--precision bf16 needs --device cuda (its products run on bf16 tensor cores); --device " +
                      o.device + " computes in fp32");
-  // Until the trainer's groups call the communicator's stream forms on device buffers, its
-  // collectives would treat device memory as host memory (docs/training.md, "Devices").
-  if (o.device != "host" && world > 1)
-    throw TrainError("--device " + o.device + " runs as one process for now: a job of " + std::to_string(world) +
-                     " ranks needs the trainer's groups on the device collectives, which they do not use yet; use "
-                     "--device host with strata-run");
+  // The groups call the communicator's stream forms on device buffers (group.hpp); what
+  // has not been run on a device with several ranks is refused by name.
+  if (o.device != "host" && world > 1 && o.on_failure != "stop")
+    throw TrainError("--device " + o.device + " with --on-failure " + o.on_failure +
+                     ": going on after a failure is not implemented on a device (its recovery moves host "
+                     "buffers); use --device host, or --on-failure stop");
 }
 
 }  // namespace strata::train

@@ -102,6 +102,10 @@ class FunctorKernels final : public OnDevice {
     launch_.elements(n, dk::GeluBackward{dinp, inp, dout});
   }
   void add_inplace(float* y, const float* x, size_t n) const override { launch_.elements(n, dk::AddInplace{y, x}); }
+  void to_bf16(uint16_t* out, const float* in, size_t n) const override { launch_.elements(n, dk::ToBf16{out, in}); }
+  void from_bf16(float* out, const uint16_t* in, size_t n, float scale) const override {
+    launch_.elements(n, dk::FromBf16{out, in, scale});
+  }
 
   void embed_forward(float* out, const int* tokens, const float* wte, int vocab_start, int vocab_rows,
                      const float* wpe, int B, int T, int C) const override {

@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "device/math.hpp"
+#include "ground/half.hpp"
 #include "ground/host_device.hpp"
 
 namespace strata::train::device_kernels {
@@ -428,6 +429,21 @@ struct GeluBackward {
   const float* dout;
   template <typename P> void pointers(P&& v) { v(dinp), v(inp), v(dout); }
   STRATA_HD void operator()(size_t i) const { dinp[i] = math::gelu_grad(inp[i]) * dout[i]; }
+};
+
+struct ToBf16 {
+  uint16_t* out;
+  const float* in;
+  template <typename P> void pointers(P&& v) { v(out), v(in); }
+  STRATA_HD void operator()(size_t i) const { out[i] = float_to_bf16(in[i]); }
+};
+
+struct FromBf16 {
+  float* out;
+  const uint16_t* in;
+  float scale;
+  template <typename P> void pointers(P&& v) { v(out), v(in); }
+  STRATA_HD void operator()(size_t i) const { out[i] = bf16_to_float(in[i]) * scale; }
 };
 
 struct AddInplace {
