@@ -259,7 +259,8 @@ const char* ShmLink::peer_bytes(const ZeroCopyHeader& h, size_t len) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     struct stat st {};
     const bool ok = fd >= 0 && fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) >= h.length;
-    void* p = ok ? mmap(nullptr, h.length, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+    // Populated now: the pages are read again by every later transfer from this allocation.
+    void* p = ok ? mmap(nullptr, h.length, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0) : MAP_FAILED;
     const int err = errno;
     if (fd >= 0) ::close(fd);
     if (p == MAP_FAILED) {
