@@ -66,7 +66,7 @@ constexpr Setting kTable[] = {
     {"STRATA_UCX_STAGING_CHUNKS", T::integer, 4, 1, 64, nullptr, L::communicator, "ucx: staging chunks and put slots per peer"},
     {"STRATA_UCX_PUT_CHUNK_BYTES", T::integer, 256 * K, 4096, G, nullptr, L::communicator, "ucx: message size on links that put"},
     {"STRATA_UCX_PUTS", T::text, 0, 0, 0, "auto|0|1", L::communicator, "ucx: RMA puts (auto: on one host over shared memory)"},
-    {"STRATA_IPC_CACHE_ENTRIES", T::integer, 64, 1, 65536, nullptr, L::communicator, "ipc: a peer's device allocations held mapped per link (least recently used evicted)"},
+    {"STRATA_IPC_CACHE_ENTRIES", T::integer, 64, 1, 65536, nullptr, L::communicator, "ipc and shm zero-copy: a peer's allocations held mapped per link (least recently used evicted)"},
     {"STRATA_STAGING_CHUNK_BYTES", T::integer, 1 * M, 256, G, nullptr, L::communicator, "staging: device transfers between hosts go in chunks of this size (multiple of 64)"},
     {"STRATA_STAGING_SLOTS", T::integer, 4, 2, 64, nullptr, L::communicator, "staging: pinned host chunks per link and direction"},
     {"STRATA_IB_HCA", T::text, 0, 0, 0, nullptr, L::communicator, "ibverbs: devices and ports, NCCL_IB_HCA grammar"},
