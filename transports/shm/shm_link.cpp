@@ -183,7 +183,7 @@ ShmLink::ShmLink(int peer, ShmRing* out, ShmRing* in, std::shared_ptr<ShmSegment
 }
 
 ShmLink::~ShmLink() {
-  for (const auto& [id, m] : mappings_) unmap(m);
+  held_.clear([](const PeerMappings::Mapping& m) { munmap(m.ptr, m.length); });
 }
 
 namespace {
@@ -240,21 +240,16 @@ bool ShmLink::take_header(Transfer& t) {
   return true;
 }
 
-void ShmLink::unmap(const PeerMapping& m) { munmap(m.ptr, m.length); }
-
 const char* ShmLink::peer_bytes(const ZeroCopyHeader& h, size_t len) {
   const std::string who = "rank " + std::to_string(peer());
   if (h.id == 0 || h.offset > h.length || len > h.length - h.offset)
     throw PeerError(peer(), who + " named " + std::to_string(len) + " bytes at offset " + std::to_string(h.offset) +
                                 " of an allocation of " + std::to_string(h.length));
-  const MappingLru::Touch t = held_.touch(h.id);
-  if (t.evicted) {
-    // Receives run one at a time: the one that read it is over.
-    auto it = mappings_.find(t.evicted);
-    unmap(it->second);
-    mappings_.erase(it);
-  }
-  if (!t.hit) {
+  // Receives run one at a time: an evicted mapping's reader is over.
+  const uint64_t seq = mapped_recvs_++;
+  held_.release(seq, [](const PeerMappings::Mapping& m) { munmap(m.ptr, m.length); });
+  bool held = false;
+  const PeerMappings::Mapping& m = held_.use(h.id, h.length, seq, held, [&] {
     const std::string path = "/proc/" + std::to_string(peer_pid_) + "/fd/" + std::to_string(h.fd);
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     struct stat st {};
@@ -263,13 +258,12 @@ const char* ShmLink::peer_bytes(const ZeroCopyHeader& h, size_t len) {
     void* p = ok ? mmap(nullptr, h.length, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0) : MAP_FAILED;
     const int err = errno;
     if (fd >= 0) ::close(fd);
-    if (p == MAP_FAILED) {
+    if (p == MAP_FAILED)
       throw PeerError(peer(), who + " is unreachable: mapping its buffer (" + path + ", " + std::to_string(h.length) +
-                                  " bytes) failed: " + (ok ? std::strerror(err) : fd < 0 ? std::strerror(err) : "it is smaller"));
-    }
-    mappings_[h.id] = {static_cast<char*>(p), h.length};
-  }
-  return mappings_.at(h.id).ptr + h.offset;
+                                  " bytes) failed: " + (fd >= 0 && !ok ? "it is smaller" : std::strerror(err)));
+    return static_cast<char*>(p);
+  });
+  return m.ptr + h.offset;
 }
 
 // One piece per call, so the engine keeps every other link of the round moving too.

@@ -8,11 +8,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "ground/device/memfd_regions.hpp"
-#include "transports/ipc/mapping_lru.hpp"
+#include "transports/ipc/peer_mappings.hpp"
 #include "transports/transport.hpp"
 
 namespace strata {
@@ -213,13 +212,8 @@ class ShmLink final : public Link {
   std::vector<char> stream_tmp_;  // a streamed reduction's piece, before it is written out
   std::vector<char> forward_tmp_;  // a forwarding receive's reduced piece (cache-sized)
   uint64_t zerocopy_min_;          // what we published in in_->zerocopy_min (0: we never map)
-  struct PeerMapping {
-    char* ptr;
-    size_t length;
-  };
-  MappingLru held_;  // the peer's allocations we keep mapped
-  std::unordered_map<uint64_t, PeerMapping> mappings_;  // by the peer's allocation id
-  void unmap(const PeerMapping& m);
+  PeerMappings held_;  // the peer's allocations we keep mapped
+  uint64_t mapped_recvs_ = 0;  // receives read in place so far (their order for held_)
 
  public:
   ~ShmLink() override;
