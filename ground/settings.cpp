@@ -58,6 +58,7 @@ constexpr Setting kTable[] = {
     // Transports.
     {"STRATA_SHM_RING_BYTES", T::integer, 4 * M, 4096, G, nullptr, L::communicator, "capacity of each shared-memory FIFO"},
     {"STRATA_SHM_STREAM_BYTES", T::integer, 256 * K, 0, 1LL << 40, nullptr, L::communicator, "receives this large write with non-temporal stores"},
+    {"STRATA_SHM_ZEROCOPY_BYTES", T::integer, 65536, 0, 1LL << 40, nullptr, L::communicator, "transfers this large from shareable host memory are read from the sender's buffer (0: off)"},
     {"STRATA_SHM_DIRECT_BYTES", T::integer, 0, 0, 1LL << 40, nullptr, L::communicator, "transfers this large are read from the sender (0: off)"},
     {"STRATA_TCP_NSOCKS", T::integer, 2, 1, 16, nullptr, L::communicator, "tcp data sockets per peer"},
     {"STRATA_TCP_STAGING_BYTES", T::integer, 1 * M, 4096, G, nullptr, L::communicator, "receive buffer per tcp socket for reducing receives"},
@@ -65,7 +66,7 @@ constexpr Setting kTable[] = {
     {"STRATA_UCX_STAGING_CHUNKS", T::integer, 4, 1, 64, nullptr, L::communicator, "ucx: staging chunks and put slots per peer"},
     {"STRATA_UCX_PUT_CHUNK_BYTES", T::integer, 256 * K, 4096, G, nullptr, L::communicator, "ucx: message size on links that put"},
     {"STRATA_UCX_PUTS", T::text, 0, 0, 0, "auto|0|1", L::communicator, "ucx: RMA puts (auto: on one host over shared memory)"},
-    {"STRATA_IPC_CACHE_ENTRIES", T::integer, 64, 1, 65536, nullptr, L::communicator, "ipc: a peer's device allocations held mapped per link (least recently used evicted)"},
+    {"STRATA_IPC_CACHE_ENTRIES", T::integer, 64, 1, 65536, nullptr, L::communicator, "ipc and shm zero-copy: a peer's allocations held mapped per link (least recently used evicted)"},
     {"STRATA_STAGING_CHUNK_BYTES", T::integer, 1 * M, 256, G, nullptr, L::communicator, "staging: device transfers between hosts go in chunks of this size (multiple of 64)"},
     {"STRATA_STAGING_SLOTS", T::integer, 4, 2, 64, nullptr, L::communicator, "staging: pinned host chunks per link and direction"},
     {"STRATA_IB_HCA", T::text, 0, 0, 0, nullptr, L::communicator, "ibverbs: devices and ports, NCCL_IB_HCA grammar"},

@@ -152,7 +152,18 @@ strataResult_t strataCommGetAsyncError(strataComm_t comm, strataResult_t* asyncE
  * device backend is available; strataInvalidArgument when strataMemFree is given a pointer
  * strataMemAlloc did not return (NULL: nothing to free). */
 strataResult_t strataMemAlloc(void** ptr, size_t size);
+/* Host memory that the other ranks of the node can map (C++: strata::alloc(size,
+ * MemoryKind::host)): collectives on it read peers' buffers directly (zero-copy). Works
+ * without a device backend. strataMemFree frees both kinds. */
+strataResult_t strataMemAllocHost(void** ptr, size_t size);
 strataResult_t strataMemFree(void* ptr);
+
+/* As ncclCommRegister/ncclCommDeregister: makes [buff, buff + size) of host memory
+ * shareable with the node's other ranks (C++: Comm::register_buffer, which says what can
+ * be registered); *handle is for strataCommDeregister. strataInvalidArgument for private
+ * memory (malloc), a null or empty range, or a handle that is not a live one of comm. */
+strataResult_t strataCommRegister(strataComm_t comm, void* buff, size_t size, void** handle);
+strataResult_t strataCommDeregister(strataComm_t comm, void* handle);
 
 /* Both release the request once it has completed (successfully or not). strataTest
  * returns strataInProgress while the operation runs. */

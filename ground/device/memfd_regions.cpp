@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string>
 
+#include "ground/device/shared_host.hpp"
 #include "strata/error.hpp"
 
 namespace strata::device {
@@ -39,7 +40,7 @@ uint64_t next_allocation_id() {
 
 MemfdRegion::~MemfdRegion() {
   if (shadow && shadow != base) munmap(shadow, length);
-  if (base) munmap(base, length);
+  if (base && origin != Origin::registered) munmap(base, length);  // a registered mapping stays the user's
   if (fd >= 0) ::close(fd);
 }
 
@@ -57,6 +58,7 @@ RegionRef MemfdRegions::map(int fd, size_t length, MemoryKind kind, Origin origi
     r->base = r->shadow = map_or_throw(fd, length, PROT_READ | PROT_WRITE, "host memory");
   }
   regions_.insert(r->base, length, r);
+  if (kind == MemoryKind::host && origin == Origin::allocated) index_shareable(r);
   return r;
 }
 
@@ -89,7 +91,9 @@ void* MemfdRegions::import_handle(const IpcHandle& h) {
 RegionRef MemfdRegions::remove(const void* base, MemoryKind kind, Origin origin) {
   RegionRef r = find(base);
   if (!r || r->base != base || r->kind != kind || r->origin != origin) return nullptr;
-  return regions_.erase(base).value_or(nullptr);  // nullptr: another thread removed it first
+  RegionRef gone = regions_.erase(base).value_or(nullptr);  // nullptr: another thread removed it first
+  if (gone) unindex_shareable(gone.get());
+  return gone;
 }
 
 RegionRef MemfdRegions::find(const void* p) const { return regions_.find(p).value_or(nullptr); }

@@ -22,6 +22,8 @@ void refuse_free(const char* call, const void* ptr, const PointerInfo& info, Mem
             " memory)";
   else if (info.origin == Origin::imported)
     what += "a peer's allocation imported here (unimport it)";
+  else if (info.origin == Origin::registered)
+    what += "host memory registered with a communicator, not allocated by Strata (deregister it)";
   else if (info.origin == Origin::foreign)
     what += "device memory this backend did not allocate";
   else if (info.base != ptr)

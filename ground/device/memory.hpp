@@ -19,6 +19,7 @@ enum class Origin : uint8_t {
   allocated,  // by this Memory (device memory, or pinned host memory)
   imported,   // a peer's allocation mapped here by import()
   foreign,    // device memory someone else allocated (PyTorch's cudaMalloc); CUDA only
+  registered, // host memory the user mapped and registered with a communicator (shared_host.hpp)
 };
 
 struct PointerInfo {

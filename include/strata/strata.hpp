@@ -213,6 +213,19 @@ class Comm {
   Request send(const void* buf, size_t count, DataType type, int peer, device::Stream stream);
   Request recv(void* buf, size_t count, DataType type, int peer, device::Stream stream);
 
+  // Registered host buffers (as ncclCommRegister / ncclCommDeregister; docs/api.md,
+  // "Zero-copy on host memory"): peers on this host read a registered buffer straight
+  // from this process's memory instead of through the shared-memory FIFO. Memory from
+  // strata::alloc(bytes, MemoryKind::host) is shareable without registering; registering
+  // makes other shared memory shareable (a MAP_SHARED mapping of a memfd or /dev/shm file
+  // from offset 0). Private memory (malloc, new, the stack) is refused (InvalidArgument
+  // saying why), as are null or empty ranges; such buffers keep working unregistered.
+  // The handle is for deregister_buffer, which refuses anything but a live handle of this
+  // communicator. What is registered when the communicator is destroyed is released.
+  // Registration is each rank's own: ranks may register different buffers.
+  void* register_buffer(void* buf, size_t bytes);
+  void deregister_buffer(void* handle);
+
   // The first failure of a device operation, which ran after its call returned (as
   // ncclCommGetAsyncError); null while there is none.
   std::exception_ptr async_error() const;

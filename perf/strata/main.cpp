@@ -4,6 +4,7 @@
 //   strata-perf broadcast -b 1M -e 1M                          (one rank)
 //   strata-run -n 4 strata-perf all_reduce --api nccl          (through libnccl.so.2's nccl*)
 //   strata-run -n 2 strata-perf all_reduce --device cuda       (device buffers, on a stream)
+//   strata-run -n 2 strata-perf all_reduce --alloc strata      (host buffers peers read in place)
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -20,14 +21,16 @@ constexpr const char* kApiUsage =
     "\t[--api <strata/nccl>] (the functions timed: Strata's C++ API, or the nccl* functions of the\n"
     "\t libnccl.so.2 the dynamic linker finds, Strata's unless LD_LIBRARY_PATH names NVIDIA's; default strata)\n"
     "\t[--device <host/cuda/emulated>] (where the buffers live: host memory, or device memory of that device\n"
-    "\t backend (STRATA_DEVICE), each call then on a stream and timed to that stream's synchronisation; default host)\n";
+    "\t backend (STRATA_DEVICE), each call then on a stream and timed to that stream's synchronisation; default host)\n"
+    "\t[--alloc <user/strata>] (host buffers: private memory (aligned_alloc), or strata::alloc(host), which the\n"
+    "\t node's other ranks read in place (zero-copy on shared memory); default user)\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
   // --api is strata-perf's own flag (the other drivers have one library each): taken out
   // here, anywhere on the line, before nccl-tests' flags are parsed.
-  std::string api = "strata", device = "host";
+  std::string api = "strata", device = "host", alloc = "user";
   std::vector<char*> rest;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
@@ -35,6 +38,8 @@ int main(int argc, char** argv) {
     else if (a.rfind("--api=", 0) == 0) api = a.substr(6);
     else if (a == "--device" && i + 1 < argc) device = argv[++i];
     else if (a.rfind("--device=", 0) == 0) device = a.substr(9);
+    else if (a == "--alloc" && i + 1 < argc) alloc = argv[++i];
+    else if (a.rfind("--alloc=", 0) == 0) alloc = a.substr(8);
     else rest.push_back(argv[i]);
   }
   if (api != "strata" && api != "nccl") {
@@ -45,6 +50,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "strata-perf: error: --device %s: expected host, cuda or emulated\n", device.c_str());
     return 2;
   }
+  if (alloc != "user" && alloc != "strata") {
+    std::fprintf(stderr, "strata-perf: error: --alloc %s: expected user or strata\n", alloc.c_str());
+    return 2;
+  }
+  if (alloc != "user" && (device != "host" || api != "strata")) {
+    std::fprintf(stderr, "strata-perf: error: --alloc %s: only with host buffers and --api strata\n", alloc.c_str());
+    return 2;
+  }
   if (device != "host" && api != "strata") {
     std::fprintf(stderr, "strata-perf: error: --device %s: only with --api strata\n", device.c_str());
     return 2;
@@ -53,8 +66,9 @@ int main(int argc, char** argv) {
   // device call (a GPU-less machine then fails at the first one, saying why).
   if (device != "host") setenv("STRATA_DEVICE", device.c_str(), 1);
   return perf::tool_main(static_cast<int>(rest.size()), rest.data(), {"strata-perf", PERF_TOOL_VERSION, kApiUsage},
-                         [&api, &device](const perf::Options&) -> std::unique_ptr<perf::Backend> {
+                         [&api, &device, &alloc](const perf::Options&) -> std::unique_ptr<perf::Backend> {
                            if (api == "nccl") return std::make_unique<perf::NcclBackend>(perf::join_job());
-                           return std::make_unique<perf::StrataBackend>(perf::join_job(), device != "host");
+                           return std::make_unique<perf::StrataBackend>(perf::join_job(), device != "host",
+                                                                        alloc == "strata");
                          });
 }

@@ -37,9 +37,24 @@ class DeviceBenchBuffer final : public BenchBuffer {
   std::byte* host_;
 };
 
+// Host memory from strata::alloc (--alloc strata): shareable with the node's other ranks.
+class SharedHostBuffer final : public BenchBuffer {
+ public:
+  explicit SharedHostBuffer(size_t bytes) : data_(static_cast<std::byte*>(strata::alloc(bytes + 4096, strata::MemoryKind::host))) {
+    std::memset(data_, 0, bytes + 4096);
+  }
+  ~SharedHostBuffer() override { strata::free(data_); }
+  std::byte* call_data() override { return data_; }
+  std::byte* host_data() override { return data_; }
+
+ private:
+  std::byte* data_;
+};
+
 }  // namespace
 
-StrataBackend::StrataBackend(strata::Comm comm, bool device) : comm_(std::move(comm)), device_(device) {
+StrataBackend::StrataBackend(strata::Comm comm, bool device, bool shared)
+    : comm_(std::move(comm)), device_(device), shared_(shared) {
   rank_ = comm_.rank();
   size_ = comm_.size();
   if (device_) stream_ = strata::device::stream_create();
@@ -62,11 +77,13 @@ StrataBackend::~StrataBackend() {
 }
 
 std::unique_ptr<BenchBuffer> StrataBackend::make_buffer(size_t bytes) {
+  if (shared_) return std::make_unique<SharedHostBuffer>(bytes);
   if (!device_) return Backend::make_buffer(bytes);
   return std::make_unique<DeviceBenchBuffer>(bytes, stream_);
 }
 
 std::string StrataBackend::device_text() const {
+  if (shared_) return "[host, strata::alloc] strata";
   if (!device_) return Backend::device_text();
   return std::string("[") + strata::device::backend_name() + "] " + strata::device::device_name();
 }

@@ -12,7 +12,8 @@ namespace perf {
 class StrataBackend : public Backend {
  public:
   // `device`: the buffers are device memory of the process's device backend (STRATA_DEVICE).
-  StrataBackend(strata::Comm comm, bool device = false);
+  // `shared`: host buffers from strata::alloc(host), which peers read in place.
+  StrataBackend(strata::Comm comm, bool device = false, bool shared = false);
   ~StrataBackend() override;  // Comm::destroy()
 
   std::string name() const override { return "strata"; }
@@ -34,6 +35,7 @@ class StrataBackend : public Backend {
   int size_ = 1;
   bool aborted_ = false;
   bool device_ = false;
+  bool shared_ = false;
   strata::device::Stream stream_ = nullptr;
 };
 

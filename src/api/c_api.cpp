@@ -417,9 +417,34 @@ strataResult_t strataMemAlloc(void** ptr, size_t size) {
   });
 }
 
+strataResult_t strataMemAllocHost(void** ptr, size_t size) {
+  return guarded([&] {
+    if (!ptr) throw strata::InvalidArgument("strataMemAllocHost: ptr is NULL");
+    *ptr = nullptr;
+    *ptr = strata::alloc(size, strata::MemoryKind::host);
+    return strataSuccess;
+  });
+}
+
 strataResult_t strataMemFree(void* ptr) {
   return guarded([&] {
-    strata::device::free(ptr);
+    strata::free(ptr);
+    return strataSuccess;
+  });
+}
+
+strataResult_t strataCommRegister(strataComm_t comm, void* buff, size_t size, void** handle) {
+  return guarded([&] {
+    if (!handle) throw strata::InvalidArgument("strataCommRegister: handle is NULL");
+    *handle = nullptr;
+    *handle = live(comm).register_buffer(buff, size);
+    return strataSuccess;
+  });
+}
+
+strataResult_t strataCommDeregister(strataComm_t comm, void* handle) {
+  return guarded([&] {
+    live(comm).deregister_buffer(handle);
     return strataSuccess;
   });
 }

@@ -273,6 +273,9 @@ Request Comm::start_on(device::Stream stream, Collective coll, const void* send,
 
 std::exception_ptr Comm::async_error() const { return checked().get_async_error(); }
 
+void* Comm::register_buffer(void* buf, size_t bytes) { return checked().registrations.add(buf, bytes); }
+void Comm::deregister_buffer(void* handle) { checked().registrations.remove(handle); }
+
 Request Comm::all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, device::Stream st) {
   return start_on(st, Collective::all_reduce, send, recv, count, type, op, 0);
 }

@@ -17,6 +17,7 @@
 #include "core/engine.hpp"
 #include "core/op_queue.hpp"
 #include "core/plan_cache.hpp"
+#include "core/registrations.hpp"
 #include "core/scratch.hpp"
 #include "core/stream_order.hpp"
 #include "ground/call.hpp"
@@ -59,6 +60,7 @@ struct CommState {
   std::unique_ptr<Engine> engine;
   Scratch scratch;  // what plans address as Buf::scratch, by memory kind
   PlanCache plans;
+  Registrations registrations;  // Comm::register_buffer's handles
   OpQueue queue;  // after engine: destroyed (stopped) first
   std::atomic<Life> life{live};
   bool shrunk = false;  // Comm::shrink ran on it: its agreement is over, a second one has no peers

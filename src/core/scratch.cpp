@@ -7,12 +7,23 @@
 #include <string>
 
 #include "ground/device/backend.hpp"
+#include "ground/device/memfd_regions.hpp"
 #include "strata/error.hpp"
 
 namespace strata {
 
+namespace {
+// Host scratch is memfd memory, shareable like strata::alloc's (ground/device/shared_host):
+// what a plan sends from scratch (partial sums, forwarded blocks) is then read in place by
+// the peer as well (docs/transports.md, "Zero-copy").
+device::MemfdRegions& host_scratch() {
+  static auto* regions = new device::MemfdRegions;  // kept until exit, as communicators may be
+  return *regions;
+}
+}  // namespace
+
 void Scratch::Free::operator()(void* p) const {
-  if (kind == MemoryKind::host) std::free(p);
+  if (kind == MemoryKind::host) host_scratch().remove(p, MemoryKind::host, device::Origin::allocated);
   else if (device::Backend* b = device::loaded_backend()) b->memory().free(p);
 }
 
@@ -30,8 +41,7 @@ void* Scratch::grow(MemoryKind kind, size_t bytes) {
   const size_t rounded = (bytes + page - 1) / page * page;
   b.p.reset();  // the old block goes first: nothing in it is kept
   b.bytes = 0;
-  void* p = std::aligned_alloc(page, rounded);
-  if (!p) throw std::bad_alloc();
+  void* p = host_scratch().alloc(rounded, MemoryKind::host);
   b.p.reset(p);
   b.bytes = rounded;
   return p;

@@ -1,6 +1,7 @@
 // A communicator's scratch memory, what plans address as Buf::scratch: one block per memory
 // kind, grown to the largest call so far and never shrunk; its contents do not outlive a
-// call. Host blocks are page-aligned; device blocks come from the device backend's memory
+// call. Host blocks are page-aligned memfd memory that peers on the node can map (so sends
+// from scratch are read in place too, docs/transports.md "Zero-copy"); device blocks come from the device backend's memory
 // (ground/device).
 #pragma once
 

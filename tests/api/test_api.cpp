@@ -2,6 +2,7 @@
 // Single process: a one-rank communicator over loopback.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <strata.h>
@@ -898,3 +899,87 @@ TEST_F(CApi, LastErrorIsPerThread) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- registered buffers
+namespace {
+// The message of the InvalidArgument `f` throws ("" when it throws none).
+std::string refusal(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_F(Api, RegisterRefusesWhatNoPeerCanMapAndSaysWhy) {
+  std::vector<char> heap(1 << 16);
+  EXPECT_NE(refusal([&] { comm.register_buffer(heap.data(), heap.size()); }).find("private memory"), std::string::npos);
+  char stack[64];
+  EXPECT_NE(refusal([&] { comm.register_buffer(stack, sizeof stack); }).find("private memory"), std::string::npos);
+  EXPECT_NE(refusal([&] { comm.register_buffer(nullptr, 64); }).find("null or empty"), std::string::npos);
+  EXPECT_NE(refusal([&] { comm.register_buffer(heap.data(), 0); }).find("null or empty"), std::string::npos);
+  void* a = alloc(8192, MemoryKind::host);
+  EXPECT_NE(refusal([&] { comm.register_buffer(a, 8193); }).find("runs past the end"), std::string::npos);
+  strata::free(a);
+  expect_still_usable();
+}
+
+TEST_F(Api, RegisterTakesStrataAndSharedMemoryAndDeregisterOnlyLiveHandles) {
+  void* a = alloc(4096, MemoryKind::host);
+  void* ha = comm.register_buffer(static_cast<char*>(a) + 100, 1000);
+  ASSERT_NE(ha, nullptr);
+  const int fd = memfd_create("test-register", MFD_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 1 << 16), 0);
+  void* m = mmap(nullptr, 1 << 16, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  void* hm = comm.register_buffer(m, 1 << 16);
+  void* hm2 = comm.register_buffer(static_cast<char*>(m) + 4096, 4096);  // registrations count
+  EXPECT_NO_THROW(comm.deregister_buffer(hm));
+  EXPECT_NE(refusal([&] { comm.deregister_buffer(hm); }).find("not a live registration handle"), std::string::npos);
+  EXPECT_NE(refusal([&] { comm.deregister_buffer(nullptr); }).find("not a live registration handle"), std::string::npos);
+  Comm other = Comm::init_rank(1, get_unique_id(), 0);
+  EXPECT_NE(refusal([&] { other.deregister_buffer(hm2); }).find("another communicator's"), std::string::npos);
+  other.destroy();
+  EXPECT_NO_THROW(comm.deregister_buffer(hm2));
+  EXPECT_NO_THROW(comm.deregister_buffer(ha));
+  // A registered range is still the user's: a collective on it works as on any memory.
+  float* x = static_cast<float*>(m);
+  x[0] = 2.5f;
+  void* h = comm.register_buffer(m, 64);
+  EXPECT_NO_THROW(comm.all_reduce(x, x + 4, 1, f32, sum));
+  EXPECT_EQ(x[4], 2.5f);
+  (void)h;  // left registered: destroy releases it
+  munmap(m, 1 << 16);
+  close(fd);
+  strata::free(a);
+}
+
+TEST(ApiC, MemAllocHostAndRegisterCodes) {
+  common_env();
+  alarm(60);
+  strataUniqueId id;
+  ASSERT_EQ(strataGetUniqueId(&id), strataSuccess);
+  strataComm_t c = nullptr;
+  ASSERT_EQ(strataCommInitRank(&c, 1, id, 0), strataSuccess) << strataGetLastError();
+  void* p = nullptr;
+  ASSERT_EQ(strataMemAllocHost(&p, 1 << 12), strataSuccess) << strataGetLastError();
+  ASSERT_NE(p, nullptr);
+  static_cast<char*>(p)[4095] = 1;  // host code may touch it
+  void* h = nullptr;
+  EXPECT_EQ(strataCommRegister(c, p, 1 << 12, &h), strataSuccess) << strataGetLastError();
+  EXPECT_EQ(strataCommRegister(c, p, 1 << 12, nullptr), strataInvalidArgument);
+  int local = 0;
+  void* h2 = &local;
+  EXPECT_EQ(strataCommRegister(c, &local, sizeof local, &h2), strataInvalidArgument);
+  EXPECT_EQ(h2, nullptr);
+  EXPECT_NE(std::string(strataGetLastError()).find("private memory"), std::string::npos);
+  EXPECT_EQ(strataCommDeregister(c, h), strataSuccess);
+  EXPECT_EQ(strataCommDeregister(c, h), strataInvalidArgument);
+  EXPECT_EQ(strataMemFree(p), strataSuccess);
+  EXPECT_EQ(strataMemAllocHost(nullptr, 16), strataInvalidArgument);
+  EXPECT_EQ(strataCommDestroy(c), strataSuccess);
+  alarm(0);
+}

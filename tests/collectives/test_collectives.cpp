@@ -117,6 +117,14 @@ std::vector<Config> configs() {
   // unaligned heads and tails, FIFO wrap-around, streamed reductions.
   v.push_back({"stream_all_n3", 3, {{"STRATA_SHM_STREAM_BYTES", "1"}, {"STRATA_SHM_RING_BYTES", "8192"}}, {"--quick", "--medium"}, 400});
   v.push_back({"direct_read_big_n2", 2, {{"STRATA_SHM_DIRECT_BYTES", "65536"}}, {"--big"}, 400});
+  // Zero-copy (docs/transports.md): ranks allocate with strata::alloc, register memfd
+  // mappings, or use private memory, mixed, so every pair meets both sides of the per-message
+  // header; a low threshold reaches the quick sizes, a small FIFO wraps the headers.
+  v.push_back({"zerocopy_mixed_n2", 2, {{"STRATA_SHM_ZEROCOPY_BYTES", "512"}}, {"--quick", "--medium", "--alloc=strata,user"}, 400});
+  v.push_back({"zerocopy_mixed_n3", 3, {{"STRATA_SHM_ZEROCOPY_BYTES", "512"}, {"STRATA_SHM_RING_BYTES", "8192"}},
+               {"--quick", "--medium", "--no-misc", "--alloc=registered,strata,user"}, 400});
+  v.push_back({"zerocopy_mixed_n4", 4, {}, {"--medium", "--alloc=user,registered,strata,strata"}, 400});
+  v.push_back({"zerocopy_big_n2", 2, {}, {"--big", "--colls=all_reduce,reduce_scatter", "--alloc=registered,strata"}, 400});
   v.push_back({"hier_tuned_n4", 4, {{"STRATA_HIERARCHY", "node:2"}}, {"--quick", "--medium"}, 400});
   // A real emulated cluster: 2 network namespaces joined by a shaped veth (tcp across,
   // shared memory inside), with the tuner's choices and the hierarchical plans forced.

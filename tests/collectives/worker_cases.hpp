@@ -29,6 +29,7 @@ struct Options {
   int max_print = 10;
   bool verbose = false;
   bool device = false;  // --device
+  std::vector<std::string> alloc;  // --alloc=user,strata,registered: rank r uses alloc[r % size]
 };
 
 // The collectives the case matrix runs: those with data on both sides. Barrier and

@@ -1,6 +1,8 @@
 #include "worker_checks.hpp"
 
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sstream>
 
@@ -41,12 +43,38 @@ DeviceMode& device_mode() {
   return m;
 }
 
+AllocMode& alloc_mode() {
+  static AllocMode m;
+  return m;
+}
+
 void Buf::release() {
   if (dev_) strata::free(dev_);
-  if (raw_ && device_mode().on) strata::free(raw_);
-  else std::free(raw_);
-  raw_ = dev_ = nullptr;
+  if (raw_ && (device_mode().on || kind_ == AllocMode::strata)) {
+    strata::free(raw_);
+  } else if (raw_ && kind_ == AllocMode::registered) {
+    alloc_mode().comm->deregister_buffer(handle_);
+    munmap(raw_, mapped_);
+    close(fd_);
+  } else {
+    std::free(raw_);
+  }
+  raw_ = dev_ = handle_ = nullptr;
+  fd_ = -1;
 }
+
+namespace {
+// A memfd mapped MAP_SHARED and registered: user memory a peer can map.
+void* registered_memory(size_t bytes, int& fd, size_t& mapped, void*& handle) {
+  mapped = (bytes + 4095) / 4096 * 4096;
+  fd = memfd_create("strata-test-buffer", MFD_CLOEXEC);
+  if (fd < 0 || ftruncate(fd, static_cast<off_t>(mapped)) != 0) return nullptr;
+  void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return nullptr;
+  handle = alloc_mode().comm->register_buffer(p, mapped);
+  return p;
+}
+}  // namespace
 
 void Buf::alloc(size_t bytes) {
   release();
@@ -57,6 +85,10 @@ void Buf::alloc(size_t bytes) {
     // which would hide a missing order between the call and the copies around it.
     raw_ = strata::alloc(total, strata::MemoryKind::host);
     dev_ = strata::alloc(total, strata::MemoryKind::device);
+  } else if ((kind_ = alloc_mode().kind) == AllocMode::strata) {
+    raw_ = strata::alloc(total, strata::MemoryKind::host);
+  } else if (kind_ == AllocMode::registered) {
+    raw_ = registered_memory(total, fd_, mapped_, handle_);
   } else if (posix_memalign(&raw_, 64, total) != 0) {
     raw_ = nullptr;
   }

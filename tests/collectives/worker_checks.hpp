@@ -58,6 +58,16 @@ struct DeviceMode {
 };
 DeviceMode& device_mode();
 
+// --alloc: how this rank's host buffers are allocated (zero-copy on shared memory reads
+// peers' shareable buffers directly; ranks may differ). user: posix_memalign (private,
+// the FIFO path). strata: strata::alloc(host). registered: a memfd mapped MAP_SHARED,
+// registered with `comm` (deregistered and unmapped when freed, peers may still map it).
+struct AllocMode {
+  enum Kind { user, strata, registered } kind = user;
+  strata::Comm* comm = nullptr;
+};
+AllocMode& alloc_mode();
+
 // ---------------------------------------------------------------- buffers
 // Host buffer with guard bytes on both sides, to catch writes out of bounds. In device
 // mode it has a device twin of the same layout (guards included).
@@ -68,7 +78,11 @@ class Buf {
   ~Buf() { release(); }
   Buf(const Buf&) = delete;
   Buf& operator=(const Buf&) = delete;
-  Buf(Buf&& o) noexcept : raw_(o.raw_), dev_(o.dev_), bytes_(o.bytes_) { o.raw_ = o.dev_ = nullptr; }
+  Buf(Buf&& o) noexcept
+      : raw_(o.raw_), dev_(o.dev_), bytes_(o.bytes_), kind_(o.kind_), handle_(o.handle_), fd_(o.fd_), mapped_(o.mapped_) {
+    o.raw_ = o.dev_ = o.handle_ = nullptr;
+    o.fd_ = -1;
+  }
   void alloc(size_t bytes);
   // The twin's address of `p`, a pointer into this buffer (null stays null); `p` itself
   // when not in device mode.
@@ -97,6 +111,10 @@ class Buf {
   void* raw_ = nullptr;
   void* dev_ = nullptr;  // device mode: the twin
   size_t bytes_ = 0;
+  AllocMode::Kind kind_ = AllocMode::user;
+  void* handle_ = nullptr;  // registered: the registration
+  int fd_ = -1;             // registered: the memfd
+  size_t mapped_ = 0;       // registered: bytes mapped
 };
 
 // Collects the first mismatch of a check.

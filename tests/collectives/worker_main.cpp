@@ -4,6 +4,7 @@
 //   strata-run -n 4 -- strata-test-worker [--quick] [--medium] [--big] [--misc|--no-misc]
 //       [--colls=all_reduce,...] [--types=float,int8,...] [--ops=sum,...] [--sizes=0,7,...]
 //       [--inplace=both|in|out] [--roots=all|one] [--seed=N] [--max-print=N] [--verbose] [--device]
+//       [--alloc=user,strata,registered]
 //
 // With no preset, --quick is assumed. --quick: every collective x type x op at sizes
 // 0, 1, 7, 1001 and 4096/size_of(type) +-1, in and out of place, every root at small
@@ -12,6 +13,8 @@
 // --device: the same on device buffers (STRATA_DEVICE picks the backend), each call's
 // inputs copied in just before it and its outputs out just after it on its stream
 // (worker_checks.hpp, DeviceMode); the misc tests' point-to-point calls and groups too.
+// --alloc: how host buffers are allocated, rank r taking the (r mod n)-th of the list
+// (worker_checks.hpp, AllocMode): zero-copy between some ranks, the FIFO between others.
 // Exit status: 0 all passed, 1 a result was wrong, 2 the library threw, 3 other error.
 //
 // This file: the options and the run. The cases are in worker_collectives.cpp and
@@ -87,6 +90,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--no-misc") o.misc = 0;
     else if (a == "--verbose") o.verbose = true;
     else if (a == "--device") o.device = true;
+    else if (auto v = val("--alloc")) o.alloc = split_list(*v);
     else if (auto v = val("--colls")) o.colls = parse_names(*v, parse_matrix_collective, "collective");
     else if (auto v = val("--types")) o.types = parse_names(*v, parse_datatype, "type");
     else if (auto v = val("--ops")) o.ops = parse_names(*v, parse_reduce_op, "op");
@@ -133,6 +137,12 @@ int main(int argc, char** argv) {
   }
   rep.rank = comm.rank();
   rep.n = comm.size();
+  if (!o.alloc.empty()) {
+    const std::string& k = o.alloc[static_cast<size_t>(comm.rank()) % o.alloc.size()];
+    if (k != "user" && k != "strata" && k != "registered") usage("unknown --alloc " + k);
+    alloc_mode().kind = k == "strata" ? AllocMode::strata : k == "registered" ? AllocMode::registered : AllocMode::user;
+    alloc_mode().comm = &comm;
+  }
   try {
     std::vector<CaseSpec> matrix = build_matrix(o, comm.size());
     uint64_t case_seed = o.seed;

@@ -4,6 +4,7 @@
 //
 //   killed : all ranks loop over a 64 MiB float32 all_reduce; rank 2 SIGKILLs itself
 //            ~100 ms into the loop. Survivors must catch a strata::Error.
+//   killed-shared: the same on strata::alloc(host) buffers, which peers read in place.
 //   stuck  : rank 1 sleeps instead of joining an all_reduce; the others must time out.
 //   abort  : rank 0 calls abort() from a second thread while its main thread waits in an
 //            all_reduce nobody else joins yet; ranks 1 and 2 call all_reduce afterwards
@@ -31,6 +32,7 @@
 
 #include "worker_common.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -133,12 +135,25 @@ int mode_device(Comm& comm, int sig) {
   });
 }
 
-int mode_killed(Comm& comm) {
+// `shared`: the buffers come from strata::alloc(host), so peers read them in place
+// (zero-copy) and hold rank 2's mapped when it dies.
+int mode_killed(Comm& comm, bool shared) {
   const size_t count = (size_t(64) << 20) / sizeof(float);
-  std::vector<float> x(count, 1.0f), y(count);
+  std::vector<float> own_x, own_y;
+  float* x = nullptr;
+  float* y = nullptr;
+  if (shared) {
+    x = static_cast<float*>(strata::alloc(count * sizeof(float), MemoryKind::host));
+    y = static_cast<float*>(strata::alloc(count * sizeof(float), MemoryKind::host));
+  } else {
+    own_x.resize(count), own_y.resize(count);
+    x = own_x.data(), y = own_y.data();
+  }
+  std::fill(x, x + count, 1.0f);
   comm.barrier();  // everyone is connected and in step before the loop starts
   if (comm.rank() == 2) signal_self_after(100000, SIGKILL, "RANK2-KILLING-ITSELF");
-  return loop_all_reduces(comm, x, y);
+  return loop_until_error(
+      comm, [&] { comm.all_reduce(x, y, count, DataType::float32, ReduceOp::sum); }, [] {});
 }
 
 int mode_stopped(Comm& comm) {
@@ -255,7 +270,8 @@ int main(int argc, char** argv) {
   Comm comm = init_or_exit();
   fprintf(stderr, "READY rank=%d size=%d\n", comm.rank(), comm.size());
   try {
-    if (mode == "killed") return mode_killed(comm);
+    if (mode == "killed") return mode_killed(comm, false);
+    if (mode == "killed-shared") return mode_killed(comm, true);
     if (mode == "stuck") return mode_rank1_absent(comm, false);
     if (mode == "abort") return mode_abort(comm);
     if (mode == "departs") return mode_rank1_absent(comm, true);

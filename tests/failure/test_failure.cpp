@@ -28,6 +28,10 @@ Job spawn_job(int n, const std::string& mode, int timeout_s,
 
 TEST(Failure, KilledRankMidAllReduceShm) { expect_killed_rank_reported({}, {}); }
 
+// Zero-copy: the survivors hold the dead rank's buffers mapped (docs/transports.md): no
+// SIGBUS, the usual error naming it.
+TEST(Failure, KilledRankMidZeroCopyAllReduce) { expect_killed_rank_reported({}, {}, "killed-shared"); }
+
 TEST(Failure, KilledRankMidAllReduceTcp) { expect_killed_rank_reported({{"STRATA_TRANSPORT", "tcp"}}, {}); }
 
 // The same on device buffers over the IPC link (emulated backend): the survivors' streams

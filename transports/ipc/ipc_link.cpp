@@ -36,11 +36,10 @@ IpcLink::IpcLink(int peer, net::Fd sock, std::shared_ptr<IpcChannelMap> channel,
 }
 
 IpcLink::~IpcLink() {
-  if (mappings_.empty() && retired_.empty()) return;
+  if (we_hold_.empty()) return;
   try {
     stream_.exec().stream_synchronize(stream_.stream());  // no task reads a mapping we drop
-    for (const auto& [id, m] : mappings_) unimport(m);
-    for (const Mapping& m : retired_) unimport(m);
+    we_hold_.clear([this](const PeerMappings::Mapping& m) { unimport(m); });
   } catch (const Error& e) {
     STRATA_WARN("ipc link to %s: its mappings could not be released: %s", who(peer()).c_str(), e.what());
   }
@@ -114,16 +113,14 @@ bool IpcLink::complete_sends() {
 }
 
 const char* IpcLink::source(const IpcDescriptor& d, uint64_t seq) {
-  const MappingLru::Touch t = we_hold_.touch(d.id);
-  if (t.hit != (d.handle_sent == 0))
-    throw InternalError("ipc link to " + who(peer()) + ": the two ends' mapping caches disagree about allocation " +
-                        std::to_string(d.id));
-  if (t.evicted) {
-    auto it = mappings_.find(t.evicted);
-    retired_.push_back(it->second);
-    mappings_.erase(it);
-  }
-  if (!t.hit) {
+  auto check_agreed = [&](bool held) {
+    if (held != (d.handle_sent == 0))
+      throw InternalError("ipc link to " + who(peer()) + ": the two ends' mapping caches disagree about allocation " +
+                          std::to_string(d.id));
+  };
+  bool held = false;
+  const PeerMappings::Mapping& m = we_hold_.use(d.id, d.length, seq, held, [&] {
+    check_agreed(false);
     // The handle was on the socket before the descriptor was published.
     pollfd p{sock_.get(), POLLIN, 0};
     if (::poll(&p, 1, 0) != 1) fail("socket: a descriptor announced a handle that is not there");
@@ -136,12 +133,10 @@ const char* IpcLink::source(const IpcDescriptor& d, uint64_t seq) {
     if (h.length() != d.length)
       throw PeerError(peer(), who(peer()) + " sent a handle of " + std::to_string(h.length()) + " bytes for an allocation of " +
                                   std::to_string(d.length));
-    auto* p_mapped = static_cast<char*>(stream_.backend().memory().import_handle(h));
-    mappings_[d.id] = {p_mapped, d.length, seq};
     ++stats_.imports;
-  }
-  Mapping& m = mappings_.at(d.id);
-  m.last_use = seq;
+    return static_cast<char*>(stream_.backend().memory().import_handle(h));
+  });
+  check_agreed(held);
   if (d.offset > m.length || d.bytes > m.length - d.offset)
     throw PeerError(peer(), who(peer()) + " named " + std::to_string(d.bytes) + " bytes at offset " + std::to_string(d.offset) +
                                 " of an allocation of " + std::to_string(m.length));
@@ -188,21 +183,9 @@ bool IpcLink::finish_recvs() {
   return moved;
 }
 
-void IpcLink::unimport(const Mapping& m) {
+void IpcLink::unimport(const PeerMappings::Mapping& m) {
   stream_.backend().memory().unimport(m.ptr);
   ++stats_.unimports;
-}
-
-void IpcLink::release_retired() {
-  for (size_t i = 0; i < retired_.size();) {
-    if (retired_[i].last_use < recvs_finished_) {
-      unimport(retired_[i]);
-      retired_[i] = retired_.back();
-      retired_.pop_back();
-    } else {
-      ++i;
-    }
-  }
 }
 
 bool IpcLink::peer_closed() const {
@@ -217,7 +200,7 @@ bool IpcLink::progress() {
   moved |= publish();
   moved |= finish_recvs();
   moved |= start_recvs();
-  if (!retired_.empty()) release_retired();
+  if (we_hold_.any_retired()) we_hold_.release(recvs_finished_, [this](const PeerMappings::Mapping& m) { unimport(m); });
   // Waiting for the peer (a send not acknowledged, a receive not published), not for our
   // own stream: a peer that died after publishing left memory that stays mapped.
   const bool waiting_for_peer = !sends_.empty() || (!recvs_.empty() && recvs_.back().ticket == 0);
@@ -234,7 +217,7 @@ bool IpcLink::progress() {
 
 IpcLink::MappingStats IpcLink::mapping_stats() const {
   MappingStats s = stats_;
-  s.mapped = mappings_.size() + retired_.size();
+  s.mapped = we_hold_.size();
   return s;
 }
 

@@ -17,6 +17,7 @@
 #include "ground/socket.hpp"
 #include "transports/ipc/ipc_channel.hpp"
 #include "transports/ipc/mapping_lru.hpp"
+#include "transports/ipc/peer_mappings.hpp"
 #include "transports/link_stream.hpp"
 #include "transports/transport.hpp"
 
@@ -59,20 +60,14 @@ class IpcLink final : public Link {
     uint64_t seq;
     uint64_t ticket = 0;  // the stream's point after its task (0: not started)
   };
-  struct Mapping {
-    char* ptr;
-    uint64_t length;
-    uint64_t last_use;  // the receive that read it last
-  };
 
   bool publish();
   bool complete_sends();
   bool start_recvs();
   bool finish_recvs();
-  void release_retired();
   // The peer's memory a descriptor names, mapped (the receive `seq` uses it).
   const char* source(const IpcDescriptor& d, uint64_t seq);
-  void unimport(const Mapping& m);
+  void unimport(const PeerMappings::Mapping& m);
   // The peer's end of the socket is closed: its process ended (asked now and then while
   // this link waits for the peer and nothing moves).
   bool peer_closed() const;
@@ -86,9 +81,7 @@ class IpcLink final : public Link {
   std::deque<Recv> recvs_;
   uint64_t sends_posted_ = 0, published_ = 0, recvs_posted_ = 0, recvs_started_ = 0, recvs_finished_ = 0;
   MappingLru peer_holds_;  // the peer's cache of our allocations, as it must be
-  MappingLru we_hold_;     // our cache of the peer's allocations
-  std::unordered_map<uint64_t, Mapping> mappings_;  // by the peer's allocation id
-  std::vector<Mapping> retired_;                    // evicted, unmapped once no task reads them
+  PeerMappings we_hold_;   // our cache of the peer's allocations
   LinkStream stream_;
   MappingStats stats_;
   unsigned quiet_polls_ = 0;

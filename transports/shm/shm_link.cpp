@@ -10,6 +10,7 @@
 #include <cstring>
 #include <new>
 
+#include "ground/device/shared_host.hpp"
 #include "ground/settings.hpp"
 #include "strata/error.hpp"
 #include "transports/streaming.hpp"
@@ -28,6 +29,7 @@ struct SegHeader {
   uint64_t total;
   int64_t pid;
   uint64_t probe_addr;
+  int64_t fd;  // the segment's fd in the owner
 };
 
 // What a peer reads to prove it may read this process's memory.
@@ -53,8 +55,8 @@ std::shared_ptr<ShmSegment> ShmSegment::create(const std::string& name, int nrin
   // job's first 4 MiB through each FIFO paid two page faults per 4 KiB (the first 60 calls
   // of a 64 KiB all_reduce ran 100 us against 18 us later; docs/benchmarks.md).
   void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-  ::close(fd);
   if (base == MAP_FAILED) {
+    ::close(fd);
     shm_unlink(name.c_str());
     sys_fail("mmap " + name);
   }
@@ -63,6 +65,7 @@ std::shared_ptr<ShmSegment> ShmSegment::create(const std::string& name, int nrin
   seg->base_ = base;
   seg->bytes_ = total;
   seg->owner_ = true;
+  seg->fd_ = fd;  // kept open: peers prove with it that they can open this process's files
   auto* h = static_cast<SegHeader*>(base);
   for (int i = 0; i < nrings; ++i) {
     auto* r = new (static_cast<char*>(base) + kHeaderBytes + stride * i) ShmRing();
@@ -71,6 +74,7 @@ std::shared_ptr<ShmSegment> ShmSegment::create(const std::string& name, int nrin
     r->large_done.store(0, std::memory_order_relaxed);
     r->inline_tail.store(0, std::memory_order_relaxed);
     r->direct_ok.store(0, std::memory_order_relaxed);
+    r->zerocopy_min.store(0, std::memory_order_relaxed);
     r->capacity = ring_bytes;
   }
   h->nrings = static_cast<uint64_t>(nrings);
@@ -78,6 +82,7 @@ std::shared_ptr<ShmSegment> ShmSegment::create(const std::string& name, int nrin
   h->total = total;
   h->pid = getpid();
   h->probe_addr = reinterpret_cast<uint64_t>(&probe);
+  h->fd = fd;
   std::atomic_thread_fence(std::memory_order_release);
   h->magic = kSegMagic;
   return seg;
@@ -95,6 +100,8 @@ std::shared_ptr<ShmSegment> ShmSegment::open(const std::string& name) {
   ::close(fd);
   if (base == MAP_FAILED) sys_fail("mmap " + name);
   auto seg = std::shared_ptr<ShmSegment>(new ShmSegment());
+  seg->dev_ = static_cast<uint64_t>(st.st_dev);
+  seg->ino_ = static_cast<uint64_t>(st.st_ino);
   seg->name_ = name;
   seg->base_ = base;
   seg->bytes_ = static_cast<size_t>(st.st_size);
@@ -106,6 +113,7 @@ std::shared_ptr<ShmSegment> ShmSegment::open(const std::string& name) {
 ShmSegment::~ShmSegment() {
   if (owner_) unlink();
   if (base_) munmap(base_, bytes_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 ShmRing* ShmSegment::ring(int i) const {
@@ -117,6 +125,18 @@ int ShmSegment::nrings() const { return static_cast<int>(static_cast<SegHeader*>
 int ShmSegment::owner_pid() const { return static_cast<int>(static_cast<SegHeader*>(base_)->pid); }
 uint64_t ShmSegment::owner_probe_addr() const { return static_cast<SegHeader*>(base_)->probe_addr; }
 
+int ShmSegment::owner_fd() const { return static_cast<int>(static_cast<SegHeader*>(base_)->fd); }
+
+bool ShmSegment::can_open_owner_files() const {
+  const std::string path = "/proc/" + std::to_string(owner_pid()) + "/fd/" + std::to_string(owner_fd());
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  const bool same = fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_dev) == dev_ && static_cast<uint64_t>(st.st_ino) == ino_;
+  ::close(fd);
+  return same;
+}
+
 void ShmSegment::unlink() {
   if (owner_) shm_unlink(name_.c_str());
   owner_ = false;
@@ -124,7 +144,12 @@ void ShmSegment::unlink() {
 
 ShmLink::ShmLink(int peer, ShmRing* out, ShmRing* in, std::shared_ptr<ShmSegment> out_seg,
                  std::shared_ptr<ShmSegment> in_seg)
-    : Link(peer), out_(out), in_(in), out_seg_(std::move(out_seg)), in_seg_(std::move(in_seg)) {
+    : Link(peer),
+      out_(out),
+      in_(in),
+      out_seg_(std::move(out_seg)),
+      in_seg_(std::move(in_seg)),
+      held_(static_cast<size_t>(settings::integer("STRATA_IPC_CACHE_ENTRIES"))) {
   // The ring we write, mapped now rather than page by page by the first transfers (the
   // owner populated the segment); a kernel without MADV_POPULATE_WRITE (before 5.14)
   // leaves it to them.
@@ -141,6 +166,10 @@ ShmLink::ShmLink(int peer, ShmRing* out, ShmRing* in, std::shared_ptr<ShmSegment
   we_read_direct_ = direct_min_ > 0 && process_vm_readv(peer_pid_, &local, 1, &remote, 1, 0) == sizeof got &&
                     got == ShmSegment::kProbeValue;
   in_->direct_ok.store(we_read_direct_ ? 1 : 0, std::memory_order_release);
+  // Zero-copy: the sender follows what we publish, so the two ends always agree.
+  const auto zc = static_cast<uint64_t>(settings::integer("STRATA_SHM_ZEROCOPY_BYTES"));
+  zerocopy_min_ = zc > 0 && out_seg_->can_open_owner_files() ? std::max<uint64_t>(zc, ShmInline::kMaxBytes + 1) : 0;
+  in_->zerocopy_min.store(zerocopy_min_, std::memory_order_release);
   stream_min_ = static_cast<size_t>(settings::integer("STRATA_SHM_STREAM_BYTES"));
   if (stream_min_) stream_tmp_.resize(64 << 10);
   if (we_read_direct_) staging_.resize(256 << 10);
@@ -153,21 +182,103 @@ ShmLink::ShmLink(int peer, ShmRing* out, ShmRing* in, std::shared_ptr<ShmSegment
   if (caps().forwards_reductions) forward_tmp_.resize(256 << 10);  // in L2; 64 KiB pieces measured 10-20% slower
 }
 
+ShmLink::~ShmLink() {
+  held_.clear([](const PeerMappings::Mapping& m) { munmap(m.ptr, m.length); });
+}
+
+namespace {
+bool headed(const ShmRing* receiver, bool direct, size_t bytes) {
+  const uint64_t min = receiver->zerocopy_min.load(std::memory_order_acquire);
+  return !direct && min > 0 && bytes >= min;
+}
+}  // namespace
+
 void ShmLink::post_send(const void* buf, size_t bytes) {
   Transfer t{const_cast<char*>(static_cast<const char*>(buf)), bytes, 0, {}};
   t.direct = direct_min_ > 0 && bytes >= direct_min_ && out_->direct_ok.load(std::memory_order_acquire);
+  t.headed = headed(out_, t.direct, bytes);
   sends_.push_back(t);
 }
 
 void ShmLink::post_recv(void* buf, size_t bytes, const Reduction& reduce) {
   Transfer t{static_cast<char*>(buf), bytes, 0, reduce};
   t.direct = we_read_direct_ && bytes >= direct_min_;
+  t.headed = headed(in_, t.direct, bytes);
   if (reduce.forward) {
     Transfer slot{t.buf, bytes, 0, {}};
     slot.forward_slot = true;
+    slot.headed = headed(out_, false, bytes);
     t.forward = sends_.push_back(slot);
   }
   recvs_.push_back(t);
+}
+
+bool ShmLink::announce(Transfer& t) {
+  device::RegionRef r = device::shareable_host_region(t.buf, t.len);
+  ZeroCopyHeader h{};
+  if (r) {
+    h = {1, static_cast<uint64_t>(r->fd), r->id, static_cast<uint64_t>(t.buf - r->base), r->length, {}};
+  }
+  if (fifo_put(reinterpret_cast<const char*>(&h), sizeof h, true, true) == 0) return false;
+  t.announced = true;
+  if (r) {
+    t.mapped = true;
+    t.region = std::move(r);  // the fd stays open until the peer has read it all
+    t.seq = ++direct_sent_;
+  }
+  return true;
+}
+
+bool ShmLink::take_header(Transfer& t) {
+  ZeroCopyHeader h{};
+  if (fifo_read(reinterpret_cast<char*>(&h), sizeof h, 0, {}) == 0) return false;
+  t.announced = true;
+  if (h.mapped) {
+    t.mapped = true;
+    t.src = peer_bytes(h, t.len);
+  }
+  return true;
+}
+
+const char* ShmLink::peer_bytes(const ZeroCopyHeader& h, size_t len) {
+  const std::string who = "rank " + std::to_string(peer());
+  if (h.id == 0 || h.offset > h.length || len > h.length - h.offset)
+    throw PeerError(peer(), who + " named " + std::to_string(len) + " bytes at offset " + std::to_string(h.offset) +
+                                " of an allocation of " + std::to_string(h.length));
+  // Receives run one at a time: an evicted mapping's reader is over.
+  const uint64_t seq = mapped_recvs_++;
+  held_.release(seq, [](const PeerMappings::Mapping& m) { munmap(m.ptr, m.length); });
+  bool held = false;
+  const PeerMappings::Mapping& m = held_.use(h.id, h.length, seq, held, [&] {
+    const std::string path = "/proc/" + std::to_string(peer_pid_) + "/fd/" + std::to_string(h.fd);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    const bool ok = fd >= 0 && fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) >= h.length;
+    // Populated now: the pages are read again by every later transfer from this allocation.
+    void* p = ok ? mmap(nullptr, h.length, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0) : MAP_FAILED;
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    if (p == MAP_FAILED)
+      throw PeerError(peer(), who + " is unreachable: mapping its buffer (" + path + ", " + std::to_string(h.length) +
+                                  " bytes) failed: " + (fd >= 0 && !ok ? "it is smaller" : std::strerror(err)));
+    return static_cast<char*>(p);
+  });
+  return m.ptr + h.offset;
+}
+
+// One piece per call, so the engine keeps every other link of the round moving too.
+void ShmLink::mapped_read(Transfer& t) {
+  constexpr size_t kPieceBytes = 1 << 20;
+  const size_t n = std::min(kPieceBytes, t.len - t.done);
+  const char* src = t.src + t.done;
+  const bool stream = stream_min_ && t.len >= stream_min_;
+  if (t.reduce && stream && t.reduce.local != t.buf && t.forward == Transfer::kNoForward)
+    reduce_streaming(t.reduce, t.buf, t.done, src, n, stream_tmp_);
+  else if (t.reduce) t.reduce.apply(t.buf, t.done, src, n);
+  else if (stream) copy_streaming(t.buf + t.done, src, n);
+  else std::memcpy(t.buf + t.done, src, n);
+  t.done += n;
+  if (t.forward != Transfer::kNoForward) sends_.at(t.forward).ready = t.done;
 }
 
 size_t ShmLink::fifo_put(const char* bytes, size_t want, bool starts, bool whole) {
@@ -276,7 +387,16 @@ bool ShmLink::send_some() {
   bool moved = false;
   while (!sends_.empty()) {
     Transfer& t = sends_.front();
-    if (t.forward_slot && t.len <= ShmInline::kMaxBytes) {
+    if (t.headed && !t.announced) {
+      // A forward goes mapped only once it is all reduced: the peer may read it at once.
+      if (t.forward_slot && t.ready < t.len && device::shareable_host_region(t.buf, t.len)) break;
+      if (!announce(t)) break;
+      moved = true;
+    }
+    if (t.mapped) {
+      if (out_->large_done.load(std::memory_order_acquire) < t.seq) break;
+      t.region.reset();
+    } else if (t.forward_slot && t.len <= ShmInline::kMaxBytes) {
       if (t.ready < t.len || !inline_put(t.buf, t.len)) break;  // once the receive has reduced it all
       moved = true;
     } else if (t.forward_slot) {
@@ -341,13 +461,15 @@ bool ShmLink::reduce_forward(Transfer& t) {
   if (s.n == 0) return false;
   const uint64_t n = s.n;
   Transfer& f = sends_.at(t.forward);  // stays put: sends_ only pops until f is done
-  if (sends_.front_index() != t.forward) send_some();  // the sends before the forward, so it can go from cache
+  // The sends before the forward (and its header), so it can go from cache.
+  if (sends_.front_index() != t.forward || (f.headed && !f.announced)) send_some();
   char* tmp = forward_tmp_.data();
   in_->runs(s.start, n, [&](const char* ring, uint64_t off, uint64_t len) __attribute__((always_inline)) {
     r.fn(tmp + off, r.local + t.done + off, ring, len / r.elem_size);
   });
   fifo_consumed(s);
-  if (sends_.front_index() == t.forward && f.done == t.done) f.done += fifo_put(tmp, n, f.done == 0, false);
+  if (sends_.front_index() == t.forward && f.done == t.done && (!f.headed || f.announced) && !f.mapped)
+    f.done += fifo_put(tmp, n, f.done == 0, false);
   // Nothing reads the destination again (the forward went from tmp): non-temporal stores
   // skip reading its lines from memory first, whatever the size.
   if (stream_min_) copy_streaming(t.buf + t.done, tmp, n);
@@ -361,7 +483,16 @@ bool ShmLink::recv_some() {
   bool moved = false;
   while (!recvs_.empty()) {
     Transfer& t = recvs_.front();
-    if (!t.direct && t.len <= ShmInline::kMaxBytes) {
+    if (t.headed && !t.announced) {
+      if (!take_header(t)) break;
+      moved = true;
+    }
+    if (t.mapped) {
+      mapped_read(t);
+      moved = true;
+      if (t.done < t.len) break;
+      in_->large_done.fetch_add(1, std::memory_order_release);
+    } else if (!t.direct && t.len <= ShmInline::kMaxBytes) {
       if (!inline_get(t.buf, t.len, t.reduce)) break;
       moved = true;
       if (t.forward != Transfer::kNoForward) sends_.at(t.forward).ready = t.len;

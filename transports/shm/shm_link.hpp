@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "ground/device/memfd_regions.hpp"
+#include "transports/ipc/peer_mappings.hpp"
 #include "transports/transport.hpp"
 
 namespace strata {
@@ -36,6 +38,7 @@ struct ShmRing {
   alignas(64) std::atomic<uint64_t> inline_tail;  // inline-ring bytes ever consumed (consumer)
   alignas(64) uint64_t capacity;                  // multiple of 64
   std::atomic<uint32_t> direct_ok;                // the consumer can read the producer's memory
+  std::atomic<uint64_t> zerocopy_min;             // transfers this large carry a ZeroCopyHeader (0: none)
   static constexpr size_t kHeaderBytes = 320;
   char* data() { return reinterpret_cast<char*>(this) + kHeaderBytes; }
   // The inline ring (ShmInline::kRingBytes) follows the FIFO's data.
@@ -57,6 +60,19 @@ struct ShmRing {
 // proved at setup that it may read the peer's memory, for transfers of at least
 // STRATA_SHM_DIRECT_BYTES (default 0: off). Links that read directly do not forward.
 
+// Zero-copy (docs/transports.md, "Zero-copy"): a transfer of at least the receiver's
+// `zerocopy_min` starts with this 64-byte header in the FIFO, so the sender decides per
+// message. `mapped` 0: the bytes follow in the FIFO. 1: they stay in the sender's
+// shareable host memory (ground/device/shared_host.hpp), the allocation `id` open as `fd`
+// in the sender; the receiver opens it through /proc/<pid>/fd once, keeps it mapped (a
+// least-recently-used cache), copies or reduces straight from it and then bumps
+// `large_done`, on which the send completes.
+struct ZeroCopyHeader {
+  uint64_t mapped, fd, id, offset, length;
+  uint64_t pad[3];
+};
+static_assert(sizeof(ZeroCopyHeader) == 64);
+
 // A mapped segment with `nrings` FIFOs. The creator unlinks the name once peers have
 // mapped it, so nothing stays in /dev/shm after the job.
 class ShmSegment {
@@ -68,6 +84,10 @@ class ShmSegment {
   int nrings() const;
   int owner_pid() const;             // the process that created the segment
   uint64_t owner_probe_addr() const;  // an address in that process holding kProbeValue
+  int owner_fd() const;              // the segment's fd in that process (kept open while it lives)
+  // Whether this process can open the owner's files through /proc/<pid>/fd (the zero-copy
+  // path needs it): tried on the segment itself.
+  bool can_open_owner_files() const;
   static constexpr uint64_t kProbeValue = 0x5354524154415052ull;
   void unlink();
 
@@ -77,6 +97,8 @@ class ShmSegment {
   void* base_ = nullptr;
   size_t bytes_ = 0;
   bool owner_ = false;
+  int fd_ = -1;  // the owner's, kept open
+  uint64_t dev_ = 0, ino_ = 0;
 };
 
 // Transfers waiting on a link, oldest first. A vector and the index of its front: it is
@@ -127,6 +149,10 @@ class ShmLink final : public Link {
     bool announced = false;  // direct: the buffer's address is in the FIFO
     uint64_t seq = 0;        // direct send: complete when the peer's large_done reaches it
     uint64_t remote = 0;     // direct recv: the sender's address
+    bool headed = false;     // starts with a ZeroCopyHeader
+    bool mapped = false;     // zero-copy: the bytes stay in the sender's memory
+    device::RegionRef region = nullptr;  // mapped send: the allocation the peer reads
+    const char* src = nullptr;  // mapped recv: the bytes, mapped here
     // A forwarding receive's send (its buf is the receive's destination): `ready` bytes of
     // it are reduced so far. The receive points at it with `forward`.
     bool forward_slot = false;
@@ -159,6 +185,14 @@ class ShmLink final : public Link {
   void fifo_consumed(const FifoSpan& s);
   size_t fifo_read(char* dst, size_t len, size_t done, const Reduction& reduce);
   bool direct_read(Transfer& t);
+  // A send's header: whether it goes mapped is decided here, by its buffer.
+  bool announce(Transfer& t);
+  // A receive's header read: false while it has not arrived.
+  bool take_header(Transfer& t);
+  // The peer's allocation a header names, mapped here (cached).
+  const char* peer_bytes(const ZeroCopyHeader& h, size_t len);
+  // One piece of a mapped receive (copied or reduced, forwarded when asked).
+  void mapped_read(Transfer& t);
 
   ShmRing* out_;
   ShmRing* in_;
@@ -177,6 +211,12 @@ class ShmLink final : public Link {
   size_t stream_min_;             // receives this large write with non-temporal stores (0: never)
   std::vector<char> stream_tmp_;  // a streamed reduction's piece, before it is written out
   std::vector<char> forward_tmp_;  // a forwarding receive's reduced piece (cache-sized)
+  uint64_t zerocopy_min_;          // what we published in in_->zerocopy_min (0: we never map)
+  PeerMappings held_;  // the peer's allocations we keep mapped
+  uint64_t mapped_recvs_ = 0;  // receives read in place so far (their order for held_)
+
+ public:
+  ~ShmLink() override;
 };
 
 }  // namespace strata
