@@ -193,10 +193,17 @@ bool headed(const ShmRing* receiver, bool direct, size_t bytes) {
 }
 }  // namespace
 
+// The shareable allocation a headed send's bytes lie in is looked up once, here (a forward
+// polls until its bytes are reduced before its header goes).
+void ShmLink::head_send(Transfer& t) const {
+  t.headed = headed(out_, t.direct, t.len);
+  if (t.headed) t.region = device::shareable_host_region(t.buf, t.len);
+}
+
 void ShmLink::post_send(const void* buf, size_t bytes) {
   Transfer t{const_cast<char*>(static_cast<const char*>(buf)), bytes, 0, {}};
   t.direct = direct_min_ > 0 && bytes >= direct_min_ && out_->direct_ok.load(std::memory_order_acquire);
-  t.headed = headed(out_, t.direct, bytes);
+  head_send(t);
   sends_.push_back(t);
 }
 
@@ -207,23 +214,20 @@ void ShmLink::post_recv(void* buf, size_t bytes, const Reduction& reduce) {
   if (reduce.forward) {
     Transfer slot{t.buf, bytes, 0, {}};
     slot.forward_slot = true;
-    slot.headed = headed(out_, false, bytes);
+    head_send(slot);
     t.forward = sends_.push_back(slot);
   }
   recvs_.push_back(t);
 }
 
 bool ShmLink::announce(Transfer& t) {
-  device::RegionRef r = device::shareable_host_region(t.buf, t.len);
+  const device::RegionRef& r = t.region;  // held, so its fd stays open until the peer has read it all
   ZeroCopyHeader h{};
-  if (r) {
-    h = {1, static_cast<uint64_t>(r->fd), r->id, static_cast<uint64_t>(t.buf - r->base), r->length, {}};
-  }
+  if (r) h = {1, static_cast<uint64_t>(r->fd), r->id, static_cast<uint64_t>(t.buf - r->base), r->length, {}};
   if (fifo_put(reinterpret_cast<const char*>(&h), sizeof h, true, true) == 0) return false;
   t.announced = true;
   if (r) {
     t.mapped = true;
-    t.region = std::move(r);  // the fd stays open until the peer has read it all
     t.seq = ++direct_sent_;
   }
   return true;
@@ -241,9 +245,9 @@ bool ShmLink::take_header(Transfer& t) {
 }
 
 const char* ShmLink::peer_bytes(const ZeroCopyHeader& h, size_t len) {
-  const std::string who = "rank " + std::to_string(peer());
+  auto who = [&] { return "rank " + std::to_string(peer()); };
   if (h.id == 0 || h.offset > h.length || len > h.length - h.offset)
-    throw PeerError(peer(), who + " named " + std::to_string(len) + " bytes at offset " + std::to_string(h.offset) +
+    throw PeerError(peer(), who() + " named " + std::to_string(len) + " bytes at offset " + std::to_string(h.offset) +
                                 " of an allocation of " + std::to_string(h.length));
   // Receives run one at a time: an evicted mapping's reader is over.
   const uint64_t seq = mapped_recvs_++;
@@ -259,7 +263,7 @@ const char* ShmLink::peer_bytes(const ZeroCopyHeader& h, size_t len) {
     const int err = errno;
     if (fd >= 0) ::close(fd);
     if (p == MAP_FAILED)
-      throw PeerError(peer(), who + " is unreachable: mapping its buffer (" + path + ", " + std::to_string(h.length) +
+      throw PeerError(peer(), who() + " is unreachable: mapping its buffer (" + path + ", " + std::to_string(h.length) +
                                   " bytes) failed: " + (fd >= 0 && !ok ? "it is smaller" : std::strerror(err)));
     return static_cast<char*>(p);
   });
@@ -389,7 +393,7 @@ bool ShmLink::send_some() {
     Transfer& t = sends_.front();
     if (t.headed && !t.announced) {
       // A forward goes mapped only once it is all reduced: the peer may read it at once.
-      if (t.forward_slot && t.ready < t.len && device::shareable_host_region(t.buf, t.len)) break;
+      if (t.forward_slot && t.ready < t.len && t.region) break;
       if (!announce(t)) break;
       moved = true;
     }

@@ -151,7 +151,7 @@ class ShmLink final : public Link {
     uint64_t remote = 0;     // direct recv: the sender's address
     bool headed = false;     // starts with a ZeroCopyHeader
     bool mapped = false;     // zero-copy: the bytes stay in the sender's memory
-    device::RegionRef region = nullptr;  // mapped send: the allocation the peer reads
+    device::RegionRef region = nullptr;  // headed send: the allocation the peer reads (none: FIFO)
     const char* src = nullptr;  // mapped recv: the bytes, mapped here
     // A forwarding receive's send (its buf is the receive's destination): `ready` bytes of
     // it are reduced so far. The receive points at it with `forward`.
@@ -185,7 +185,10 @@ class ShmLink final : public Link {
   void fifo_consumed(const FifoSpan& s);
   size_t fifo_read(char* dst, size_t len, size_t done, const Reduction& reduce);
   bool direct_read(Transfer& t);
-  // A send's header: whether it goes mapped is decided here, by its buffer.
+  // Whether a send carries a header (the receiver's threshold) and, if so, the shareable
+  // allocation it lies in (none: its bytes follow in the FIFO).
+  void head_send(Transfer& t) const;
+  // A send's header: mapped when head_send found its allocation.
   bool announce(Transfer& t);
   // A receive's header read: false while it has not arrived.
   bool take_header(Transfer& t);
