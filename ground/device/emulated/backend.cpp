@@ -9,7 +9,9 @@ namespace {
 
 class EmulatedBackend final : public Backend {
  public:
-  explicit EmulatedBackend(unsigned delay_us) : execution_(memory_, delay_us) {}
+  explicit EmulatedBackend(unsigned delay_us) : execution_(memory_, delay_us) {
+    memory_.on_free([this] { execution_.synchronize_all(); });
+  }
   const char* name() const override { return "emulated"; }
   std::string device_name() const override { return "emulated"; }
   Memory& memory() override { return memory_; }

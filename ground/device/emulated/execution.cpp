@@ -101,6 +101,16 @@ void EmulatedExecution::stream_destroy(device::Stream s) {
   // Destroyed outside the lock: it first runs what is queued.
 }
 
+void EmulatedExecution::synchronize_all() {
+  std::vector<Stream*> all{default_stream_.get()};
+  {
+    std::lock_guard lk(m_);
+    for (auto& [handle, s] : streams_) all.push_back(s.get());
+  }
+  // Outside the lock, as a stream's task may create or look up streams.
+  for (Stream* s : all) s->synchronize();
+}
+
 void EmulatedExecution::stream_synchronize(device::Stream s) { stream(s, "stream_synchronize").synchronize(); }
 
 device::Event EmulatedExecution::event_create() {

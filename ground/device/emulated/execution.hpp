@@ -35,6 +35,8 @@ class EmulatedExecution final : public Execution {
   void host_task(device::Stream s, const void* const* ptrs, int n, HostTask fn) override;
   void write_value(device::Stream s, uint64_t* flag, uint64_t v) override;
   void wait_value(device::Stream s, const uint64_t* flag, uint64_t v) override;
+  // Every stream's queued work has run (cuCtxSynchronize).
+  void synchronize_all();
 
  private:
   Stream& stream(device::Stream s, const char* call);

@@ -8,7 +8,10 @@ namespace strata::device::emulated {
 
 void* EmulatedMemory::alloc(size_t bytes) { return regions_.alloc(bytes, MemoryKind::device); }
 void* EmulatedMemory::host_alloc(size_t bytes) { return regions_.alloc(bytes, MemoryKind::host); }
-void EmulatedMemory::free(void* ptr) { release(ptr, MemoryKind::device, Origin::allocated, "free"); }
+void EmulatedMemory::free(void* ptr) {
+  if (ptr && synchronize_device_) synchronize_device_();
+  release(ptr, MemoryKind::device, Origin::allocated, "free");
+}
 void EmulatedMemory::host_free(void* ptr) { release(ptr, MemoryKind::host, Origin::allocated, "host_free"); }
 
 void EmulatedMemory::release(void* ptr, MemoryKind kind, Origin origin, const char* call) {

@@ -2,6 +2,8 @@
 // PROT_NONE (ground/device/memfd_regions.hpp); tasks reach their bytes through access().
 #pragma once
 
+#include <functional>
+
 #include "ground/device/memfd_regions.hpp"
 #include "ground/device/memory.hpp"
 
@@ -27,9 +29,15 @@ class EmulatedMemory final : public Memory {
   };
   Access access(const void* ptr, size_t bytes, const char* what) const;
 
+  // free() first waits for every stream's queued work, as cudaFree does on a GPU (a free
+  // while a stream is held by a flag that only the freeing thread would set then hangs
+  // here as it does there). Set by the backend, which owns the streams.
+  void on_free(std::function<void()> synchronize_device) { synchronize_device_ = std::move(synchronize_device); }
+
  private:
   void release(void* ptr, MemoryKind kind, Origin origin, const char* call);
   MemfdRegions regions_;
+  std::function<void()> synchronize_device_;
 };
 
 }  // namespace strata::device::emulated
