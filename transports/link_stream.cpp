@@ -30,6 +30,11 @@ device::Stream LinkStream::stream() {
   return stream_;
 }
 
+void LinkStream::prepare(size_t events) {
+  stream();
+  while (spare_.size() + pending_.size() < events) spare_.push_back(exec().event_create());
+}
+
 void LinkStream::synchronize() {
   if (made_) exec().stream_synchronize(stream_);
 }

@@ -23,6 +23,8 @@ class LinkStream {
   device::Backend& backend();
   device::Execution& exec() { return backend().execution(); }
   device::Stream stream();
+  // Makes the stream and `events` spare events now, not on first use (Link::prepare).
+  void prepare(size_t events);
 
   // Waits for what was queued (nothing when the stream was never made).
   void synchronize();

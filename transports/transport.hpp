@@ -85,6 +85,11 @@ class Link {
   void set_streaming_stores(bool on) { streaming_stores_ = on && caps_.streaming_stores; }
   // File descriptors worth sleeping on while this link waits (none for shared memory).
   virtual void wait_fds(std::vector<pollfd>& out) const {}
+  // Makes now what a device link would make on first use (its stream, events, pinned
+  // slots). Called on the caller's thread before a device call holds the user's stream: on
+  // a GPU, a driver call that creates waits on locks that another thread's blocking call
+  // (a copy to pageable memory on that held stream) keeps (seen on an H200).
+  virtual void prepare() {}
 
   // How many of the transfers posted so far, each way, have not completed: they complete
   // in order, so all but the newest that many are done. A link that wraps this one

@@ -157,6 +157,10 @@ Request CommState::on_streams(const std::vector<void*>& streams, std::function<v
   {
     std::lock_guard lk(issue_m);
     if (!order) order = std::make_unique<StreamOrder>(device::require_backend("a call on device memory"), rank);
+    // Before the stream is held: what the worker would create on its first device call (a
+    // GPU driver call that creates can wait on the user's thread, blocked on that stream).
+    // The worker has run no device call yet, so it touches none of this meanwhile.
+    if (engine) engine->prepare(MemoryKind::device);
     StreamOrder::Ticket t = order->issue(streams);
     const std::exception_ptr refused = t.error;
     r = queue.submit([this, t = std::move(t), fn = std::move(fn)] { run_ordered(t, fn); });

@@ -122,6 +122,14 @@ void Engine::run_round(const Plan& plan, size_t round, CallRun& run) {
   if (!active_.empty()) wait_links();
 }
 
+void Engine::prepare(MemoryKind kind) {
+  if (prepared_[static_cast<size_t>(kind)]) return;
+  executor(kind);
+  for (const auto& l : links_of(kind))
+    if (l) l->prepare();
+  prepared_[static_cast<size_t>(kind)] = true;
+}
+
 Executor& Engine::first_executor(MemoryKind kind) {
   return *(executors_[static_cast<size_t>(kind)] = make_executor(kind));
 }

@@ -38,6 +38,9 @@ class Engine {
   // the first error (the links' byte streams are no longer in step). `slot`: what the
   // engine keeps for this plan between calls (its store choice, for large calls).
   void execute(const Plan& plan, const Call& call, void* scratch, std::unique_ptr<PlanSlot>& slot);
+  // Makes this memory kind's executor and its links' device resources now (Link::prepare),
+  // once: called on the caller's thread before the first call of that kind is issued.
+  void prepare(MemoryKind kind);
   // The failure protocol over the control sockets: goodbye, abort, refusals, shrink.
   ControlChannel& control() { return control_; }
   const ControlChannel& control() const { return control_; }
@@ -72,6 +75,7 @@ class Engine {
   const Links& links_of(MemoryKind k) const { return links_[static_cast<size_t>(k)]; }
 
   int rank_, nranks_;
+  std::array<bool, kNumMemoryKinds> prepared_{};
   std::array<Links, kNumMemoryKinds> links_;  // by memory kind, then peer (Mesh::links)
   ControlChannel control_;
   std::array<std::unique_ptr<Executor>, kNumMemoryKinds> executors_;  // by memory kind

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 #include <string>
@@ -31,9 +32,10 @@ void* Scratch::grow(MemoryKind kind, size_t bytes) {
   Block& b = blocks_[static_cast<size_t>(kind)];
   if (kind == MemoryKind::device) {
     device::Memory& m = device::require_backend("scratch memory for a call on device memory").memory();
-    b.p.reset();
-    b.bytes = 0;
-    b.p = std::unique_ptr<void, Free>(m.alloc(bytes), Free{kind});
+    bytes = std::max(bytes, 2 * b.bytes);
+    std::unique_ptr<void, Free> grown(m.alloc(bytes), Free{kind});
+    if (b.p) retired_.push_back(std::move(b.p));
+    b.p = std::move(grown);
     b.bytes = bytes;
     return b.p.get();
   }

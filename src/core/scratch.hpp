@@ -8,6 +8,7 @@
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "ground/memory_kind.hpp"
 
@@ -34,6 +35,11 @@ class Scratch {
     size_t bytes = 0;
   };
   std::array<Block, kNumMemoryKinds> blocks_;
+  // Device blocks outgrown, freed with the communicator: a device free waits for every
+  // stream (as cudaFree does), and it would run on the worker while the call's own stream
+  // is held until the call ends. Blocks at least double, so these add up to less than the
+  // block in use.
+  std::vector<std::unique_ptr<void, Free>> retired_;
 };
 
 }  // namespace strata

@@ -1,6 +1,6 @@
 // LD_PRELOAD'd by tools/gpu-check into the programs of its steps: when a step runs past its
 // limit, gpu-check sends SIGUSR2 to each of its processes before killing them, and every
-// thread of a process that gets it appends its stack to $STRATA_STACKS_DIR/stacks.<pid>.txt
+// thread of a process that gets it appends its stack to $GPU_CHECK_STACKS_DIR/stacks.<pid>.txt
 // (frames as file(+offset), for addr2line against the unstripped build). A GPU machine is
 // lent for minutes and has no debugger: a hang must come back with where it hung.
 #define _GNU_SOURCE
@@ -52,7 +52,7 @@ static void on_signal(int sig) {
 }
 
 __attribute__((constructor)) static void install(void) {
-  const char* dir = getenv("STRATA_STACKS_DIR");
+  const char* dir = getenv("GPU_CHECK_STACKS_DIR");
   if (!dir || !*dir) return;
   snprintf(path, sizeof path, "%s/stacks.%d.txt", dir, (int)getpid());
   void* warm[2];

@@ -38,6 +38,7 @@ class IpcLink final : public Link {
   void post_recv(void* buf, size_t bytes, const Reduction& reduce) override;
   bool progress() override;
   bool idle() const override { return sends_.empty() && recvs_.empty(); }
+  void prepare() override { stream_.prepare(kPreparedEvents); }
   Outstanding outstanding() const override { return {sends_.size(), recvs_.size()}; }
 
   // What the receiving side's mapping cache has done so far (tests).
@@ -48,6 +49,8 @@ class IpcLink final : public Link {
   MappingStats mapping_stats() const;
 
  private:
+  // Events made by prepare(): receives in flight beyond this many make theirs on the worker.
+  static constexpr size_t kPreparedEvents = 16;
   struct Send {
     IpcDescriptor desc;
     void* base;  // the allocation's start, whose handle may travel

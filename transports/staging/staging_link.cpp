@@ -45,6 +45,13 @@ void StagingLink::post_recv(void* buf, size_t bytes, const Reduction& reduce) {
 
 uint64_t StagingLink::done_of(uint64_t posted, size_t outstanding) { return posted - std::min<uint64_t>(posted, outstanding); }
 
+void StagingLink::prepare() {
+  for (Pipe* p : {&sends_, &recvs_}) {
+    p->stream.prepare(nslots_);  // a chunk in flight holds one point
+    if (!p->slots) p->slots = static_cast<char*>(p->stream.backend().memory().host_alloc(nslots_ * chunk_));
+  }
+}
+
 StagingLink::Chunk* StagingLink::begin_chunk(Pipe& p) {
   if (p.chunks.size() >= nslots_) return nullptr;
   // Transfers wholly begun are at the front: at most one per slot (and empty ones).

@@ -33,6 +33,7 @@ class StagingLink final : public Link {
   Outstanding outstanding() const override { return {sends_.transfers.size(), recvs_.transfers.size()}; }
   // The host link's descriptors, while no chunk waits for the device.
   void wait_fds(std::vector<pollfd>& out) const override;
+  void prepare() override;
 
  private:
   struct Transfer {

@@ -250,6 +250,7 @@ class CudaExecution final : public Execution {
  public:
   CudaExecution(CudaMemory& memory, int ordinal) : memory_(memory) {
     check(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, ordinal), "cudaDeviceGetAttribute");
+    load_kernels();
   }
 
   Stream stream_create() override {

@@ -88,6 +88,20 @@ void launch_reduce(void* dst, const void* const* srcs, int nsrc, size_t count, D
   check(cudaGetLastError(), "reduce kernel launch");
 }
 
+void load_kernels() {
+  for (int t = 0; t < kNumDataTypes; ++t) {
+    elementwise::with_element(static_cast<DataType>(t), [&](auto e) {
+      using E = decltype(e);
+      cudaFuncAttributes attributes{};
+      for (int o = 0; o < kNumReduceOps; ++o)
+        elementwise::with_op(static_cast<ReduceOp>(o), [&](auto op) {
+          check(cudaFuncGetAttributes(&attributes, reduce_kernel<E, decltype(op)>), "cudaFuncGetAttributes (reduce kernel)");
+        });
+      check(cudaFuncGetAttributes(&attributes, divide_kernel<E>), "cudaFuncGetAttributes (divide kernel)");
+    });
+  }
+}
+
 void launch_divide(void* dst, size_t count, DataType type, int nranks, cudaStream_t stream, int sm_count) {
   if (count == 0) return;
   elementwise::with_element(type, [&](auto e) {
