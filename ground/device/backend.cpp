@@ -111,4 +111,19 @@ Backend& require_backend(const char* what) {
   return *b;
 }
 
+namespace {
+thread_local int streams_held = 0;  // StreamsHeld scopes open on this thread
+}  // namespace
+
+StreamsHeld::StreamsHeld() { ++streams_held; }
+StreamsHeld::~StreamsHeld() { --streams_held; }
+
+void refuse_while_streams_held(const char* call) {
+  if (streams_held)
+    throw InternalError(std::string(call) +
+                        " on the worker of a device call, while the call holds its users' streams: on a GPU this can "
+                        "hang (the driver call waits for a lock the user's thread keeps while blocked on such a "
+                        "stream); make it before the call is issued (Engine::prepare)");
+}
+
 }  // namespace strata::device

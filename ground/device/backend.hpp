@@ -37,6 +37,22 @@ bool backend_possible();
 // backend(), or InvalidUsage naming `what` when there is none.
 Backend& require_backend(const char* what);
 
+// While one lives, this thread runs a call whose users' streams wait for it (the worker of
+// a device call, src/core/stream_order): a backend refuses it streams, events and pinned
+// host memory (InternalError naming `call`). On a GPU those driver calls can wait for a
+// lock that the user's thread keeps while it blocks on that waiting stream (a copy to
+// pageable memory): a hang, seen on an H200. Refused on every backend, so CI's emulated
+// runs catch what would hang a GPU; what a call needs is made before (Engine::prepare).
+class StreamsHeld {
+ public:
+  StreamsHeld();
+  ~StreamsHeld();
+  StreamsHeld(const StreamsHeld&) = delete;
+  StreamsHeld& operator=(const StreamsHeld&) = delete;
+};
+// Throws that InternalError on a thread inside a StreamsHeld.
+void refuse_while_streams_held(const char* call);
+
 // A new backend for `choice` (what STRATA_DEVICE says; nullptr for "none", or "auto"
 // without a GPU). backend() makes its one with this; tests make their own.
 std::unique_ptr<Backend> make_backend(std::string_view choice);

@@ -182,6 +182,7 @@ void CommState::run_ordered(const StreamOrder::Ticket& t, const std::function<vo
     } catch (const TimeoutError&) {
       engine->control().fail_call(std::current_exception());  // the peers are told; throws
     }
+    device::StreamsHeld held;  // the worker creates nothing the driver could block on
     fn();
   } catch (...) {
     keep_async_error(std::current_exception());

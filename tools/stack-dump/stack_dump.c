@@ -60,6 +60,6 @@ __attribute__((constructor)) static void install(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
-  sa.sa_flags = SA_RESTART | SA_NODEFER;
+  sa.sa_flags = SA_RESTART;  // a second SIGUSR2 waits: a thread never waits on its own dump
   sigaction(SIGUSR2, &sa, NULL);
 }

@@ -69,6 +69,7 @@ class CudaMemory final : public Memory {
   }
 
   void* host_alloc(size_t bytes) override {
+    refuse_while_streams_held("host_alloc");
     bind();
     void* p = host_.alloc(bytes, MemoryKind::host);
     if (p) register_host(p, MemoryKind::host, Origin::allocated);
@@ -254,6 +255,7 @@ class CudaExecution final : public Execution {
   }
 
   Stream stream_create() override {
+    refuse_while_streams_held("stream_create");
     memory_.bind();
     cudaStream_t s = nullptr;
     check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
@@ -266,6 +268,7 @@ class CudaExecution final : public Execution {
   void stream_synchronize(Stream s) override { check(cudaStreamSynchronize(native(s)), "cudaStreamSynchronize"); }
 
   Event event_create() override {
+    refuse_while_streams_held("event_create");
     memory_.bind();
     cudaEvent_t e = nullptr;
     check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "ground/device/backend.hpp"
 #include "ground/device/functors.hpp"
 #include "strata/error.hpp"
 
@@ -82,7 +83,8 @@ std::shared_ptr<Event> EmulatedExecution::event(device::Event e, const char* cal
 }
 
 device::Stream EmulatedExecution::stream_create() {
-  auto s = std::make_unique<Stream>(delay_us_);
+  refuse_while_streams_held("stream_create");
+  auto s = std::make_shared<Stream>(delay_us_);
   void* handle = s.get();
   std::lock_guard lk(m_);
   streams_.emplace(handle, std::move(s));
@@ -90,7 +92,7 @@ device::Stream EmulatedExecution::stream_create() {
 }
 
 void EmulatedExecution::stream_destroy(device::Stream s) {
-  std::unique_ptr<Stream> gone;
+  std::shared_ptr<Stream> gone;
   {
     std::lock_guard lk(m_);
     auto it = streams_.find(s);
@@ -102,18 +104,20 @@ void EmulatedExecution::stream_destroy(device::Stream s) {
 }
 
 void EmulatedExecution::synchronize_all() {
-  std::vector<Stream*> all{default_stream_.get()};
+  std::vector<std::shared_ptr<Stream>> all;
   {
     std::lock_guard lk(m_);
-    for (auto& [handle, s] : streams_) all.push_back(s.get());
+    for (auto& [handle, s] : streams_) all.push_back(s);  // kept, should another thread destroy it
   }
   // Outside the lock, as a stream's task may create or look up streams.
-  for (Stream* s : all) s->synchronize();
+  default_stream_->synchronize();
+  for (const auto& s : all) s->synchronize();
 }
 
 void EmulatedExecution::stream_synchronize(device::Stream s) { stream(s, "stream_synchronize").synchronize(); }
 
 device::Event EmulatedExecution::event_create() {
+  refuse_while_streams_held("event_create");
   auto e = std::make_shared<Event>();
   void* handle = e.get();
   std::lock_guard lk(m_);

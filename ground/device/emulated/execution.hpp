@@ -46,7 +46,7 @@ class EmulatedExecution final : public Execution {
   EmulatedMemory& memory_;
   const unsigned delay_us_;
   std::mutex m_;
-  std::unordered_map<void*, std::unique_ptr<Stream>> streams_;
+  std::unordered_map<void*, std::shared_ptr<Stream>> streams_;
   std::unordered_map<void*, std::shared_ptr<Event>> events_;
   std::unique_ptr<Stream> default_stream_;
 };

@@ -2,12 +2,16 @@
 
 #include <string>
 
+#include "ground/device/backend.hpp"
 #include "strata/error.hpp"
 
 namespace strata::device::emulated {
 
 void* EmulatedMemory::alloc(size_t bytes) { return regions_.alloc(bytes, MemoryKind::device); }
-void* EmulatedMemory::host_alloc(size_t bytes) { return regions_.alloc(bytes, MemoryKind::host); }
+void* EmulatedMemory::host_alloc(size_t bytes) {
+  refuse_while_streams_held("host_alloc");
+  return regions_.alloc(bytes, MemoryKind::host);
+}
 void EmulatedMemory::free(void* ptr) {
   if (ptr && synchronize_device_) synchronize_device_();
   release(ptr, MemoryKind::device, Origin::allocated, "free");
