@@ -38,10 +38,12 @@ bool backend_possible();
 Backend& require_backend(const char* what);
 
 // While one lives, this thread runs a call whose users' streams wait for it (the worker of
-// a device call, src/core/stream_order): a backend refuses it streams, events and pinned
-// host memory (InternalError naming `call`). On a GPU those driver calls can wait for a
-// lock that the user's thread keeps while it blocks on that waiting stream (a copy to
-// pageable memory): a hang, seen on an H200. Refused on every backend, so CI's emulated
+// a device call, src/core/stream_order): a backend refuses it streams, events, pinned
+// host memory and freeing device memory (InternalError naming `call`). On a GPU those
+// driver calls can wait for a lock that the user's thread keeps while it blocks on that
+// waiting stream (a copy to pageable memory), or, as a free does, for the whole device:
+// a hang, seen on an H200 (tests/device/test_held_stream.cpp probes which calls wait).
+// Refused on every backend, so CI's emulated
 // runs catch what would hang a GPU; what a call needs is made before (Engine::prepare).
 class StreamsHeld {
  public:

@@ -14,7 +14,8 @@ struct Role {
   const char* flag;
   int (*run)(int, char**);
 };
-const Role kRoles[] = {{"--ipc-peer", ipc_peer_role}, {"--no-backend", no_backend_role}, {"--link-rank", link_rank_role}};
+const Role kRoles[] = {{"--ipc-peer", ipc_peer_role}, {"--no-backend", no_backend_role}, {"--link-rank", link_rank_role},
+                       {"--held-stream", held_stream_role}};
 
 }  // namespace
 
@@ -30,8 +31,8 @@ int run_role(int argc, char** argv) {
   return 2;
 }
 
-Process start_role(const std::string& flag, const std::vector<std::string>& args,
-                   const std::map<std::string, std::string>& env) {
+SpawnSpec role_spec(const std::string& flag, const std::vector<std::string>& args,
+                    const std::map<std::string, std::string>& env) {
   std::map<std::string, std::string> all{{"STRATA_DEVICE", dev().name()}};
   if (const char* d = std::getenv("STRATA_EMULATED_DELAY_US")) all["STRATA_EMULATED_DELAY_US"] = d;
   for (const auto& [k, v] : env) all[k] = v;
@@ -41,7 +42,12 @@ Process start_role(const std::string& flag, const std::vector<std::string>& args
   spec.argv = argv;
   spec.env = make_env(all);
   spec.merge_stderr = true;
-  return Process(spec);
+  return spec;
+}
+
+Process start_role(const std::string& flag, const std::vector<std::string>& args,
+                   const std::map<std::string, std::string>& env) {
+  return Process(role_spec(flag, args, env));
 }
 
 }  // namespace strata_test

@@ -20,9 +20,13 @@ int run_role(int argc, char** argv);
 // close-on-exec are inherited. Its stderr goes with its stdout.
 Process start_role(const std::string& flag, const std::vector<std::string>& args,
                    const std::map<std::string, std::string>& env = {});
+// How start_role starts it (for run_all, which starts several at once).
+SpawnSpec role_spec(const std::string& flag, const std::vector<std::string>& args,
+                    const std::map<std::string, std::string>& env = {});
 
 // The roles (each defined beside the test that uses it).
 int ipc_peer_role(int argc, char** argv);          // test_ipc.cpp
 int no_backend_role(int argc, char** argv);        // test_memory.cpp
+int held_stream_role(int argc, char** argv);       // test_held_stream.cpp
 
 }  // namespace strata_test

@@ -60,6 +60,7 @@ class CudaMemory final : public Memory {
 
   void free(void* ptr) override {
     if (!ptr) return;
+    refuse_while_streams_held("free");
     DeviceRef r = allocations_.find(ptr).value_or(nullptr);
     if (!r || r->base != ptr || r->origin != Origin::allocated) refuse_free("free", ptr, query(ptr), MemoryKind::device);
     bind();

@@ -13,6 +13,7 @@ void* EmulatedMemory::host_alloc(size_t bytes) {
   return regions_.alloc(bytes, MemoryKind::host);
 }
 void EmulatedMemory::free(void* ptr) {
+  if (ptr) refuse_while_streams_held("free");
   if (ptr && synchronize_device_) synchronize_device_();
   release(ptr, MemoryKind::device, Origin::allocated, "free");
 }
