@@ -133,7 +133,9 @@ void bad_input(LinkRank& me) {
     std::vector<char> host(100);
     expect_refused(host.data(), host.size(), "is not memory of this process's device backend (host memory)");
     DeviceBuffer small(4096);
-    expect_refused(small.bytes() + 4000, 200, "run past the end of its allocation");
+    // The allocation's own length: CUDA rounds 4096 up to its granularity (2 MiB).
+    const size_t length = dev().memory().query(small.get()).length;
+    expect_refused(small.bytes() + length - 96, 200, "run past the end of its allocation");
     if (!l.idle()) fail("a refused send left something queued");
     l.post_send(small.get(), 100);
     try {

@@ -158,7 +158,7 @@ inline void expect_killed_rank_reported(const std::map<std::string, std::string>
                                         const std::vector<std::map<std::string, std::string>>& per_rank,
                                         const std::string& mode = "killed") {
   const int T = 20, n = 4;
-  Job j = spawn({STRATA_FAILURE_WORKER_PATH, mode}, n, with(env, {{"STRATA_TIMEOUT", std::to_string(T)}}),
+  Job j = spawn({sibling_program(STRATA_FAILURE_WORKER_PATH), mode}, n, with(env, {{"STRATA_TIMEOUT", std::to_string(T)}}),
                 per_rank, T + 30);
   std::cout << "wall " << j.wall_s << " s\n";
   ASSERT_EQ(j.ranks.size(), size_t(n));
