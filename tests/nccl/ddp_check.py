@@ -94,12 +94,22 @@ def main():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = dict(os.environ, LD_PRELOAD=os.path.realpath(a.libnccl), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    # Ours first; what was preloaded already (tools/gpu-check's stack dumper) stays.
+    preload = os.path.realpath(a.libnccl) + (":" + os.environ["LD_PRELOAD"] if os.environ.get("LD_PRELOAD") else "")
+    env = dict(os.environ, LD_PRELOAD=preload, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     with tempfile.TemporaryDirectory() as tmp:
         outs = [os.path.join(tmp, "rank%d.json" % r) for r in range(2)]
         procs = [subprocess.Popen([sys.executable, __file__, "--libnccl", a.libnccl, "--steps", str(a.steps),
                                    "--rank", str(r), "--out", outs[r]], env=env) for r in range(2)]
-        codes = [p.wait(timeout=300) for p in procs]
+        try:
+            codes = [p.wait(timeout=150) for p in procs]
+        except subprocess.TimeoutExpired:
+            states = ["rank %d %s" % (r, "running" if p.poll() is None else "exited %s" % p.returncode)
+                      for r, p in enumerate(procs)]
+            for p in procs:
+                p.kill()
+            print("ddp_check: FAILED: after 150 s: %s" % ", ".join(states))
+            return 1
         if any(codes):
             print("ddp_check: FAILED: the ranks exited with", codes)
             return 1

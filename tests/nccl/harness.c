@@ -1,5 +1,8 @@
 #define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE 1  /* dladdr */
 #include "harness.h"
+
+#include <dlfcn.h>
 
 #include <math.h>
 #include <stdint.h>
@@ -65,8 +68,25 @@ ncclUniqueId harness_world_id(const char* id_file) {
   return id;
 }
 
+/* Which libnccl.so.2 the loader picked: where the machine has NVIDIA's too (a GPU
+   machine's PyTorch does), a library path that puts it first runs these checks against
+   NVIDIA's. HARNESS_LIBNCCL names the one they must run against. */
+static void harness_check_library(void) {
+  Dl_info info;
+  const char* want = getenv("HARNESS_LIBNCCL");
+  char got[4096], wanted[4096];
+  if (!dladdr((void*)&ncclCommInitRank, &info) || !info.dli_fname) return;
+  if (g_rank == 0) printf("libnccl: %s\n", info.dli_fname);
+  if (!want || !*want) return;
+  if (!realpath(info.dli_fname, got) || !realpath(want, wanted) || strcmp(got, wanted) != 0) {
+    fprintf(stderr, "rank %d: these checks run against %s, not %s (HARNESS_LIBNCCL)\n", g_rank, info.dli_fname, want);
+    exit(2);
+  }
+}
+
 ncclComm_t harness_world(const char* id_file) {
   ncclComm_t comm = NULL;
+  harness_check_library();
   const ncclUniqueId id = harness_world_id(id_file);
   harness_must(ncclCommInitRank(&comm, g_size, id, g_rank), "ncclCommInitRank(world)", __FILE__, __LINE__);
   return comm;

@@ -67,16 +67,18 @@ PY
 fi
 failed=0
 ranks=  # train_run's: none, one process
+check=  # train_run's: STRATA_CHECK=1 when set
 step() { echo "== $1"; }
 verdict() { if [ "$1" -eq 0 ]; then echo "-- passed"; else echo "-- FAILED"; failed=1; fi; }
 # A run of strata-train into $1.log ($1: a name), its last lines shown when it fails;
-# under strata-run with $ranks ranks when that is set.
+# under strata-run with $ranks ranks when that is set, with STRATA_CHECK=1 when $check is
+# (the ranks compare each call: calls that differ between ranks are named, not a timeout).
 train_run() {
   name=$1
   shift
-  timeout 300 ${ranks:+"$build/bin/strata-run" -n "$ranks" --} "$train" --data "$data" "$@" > "$tmp/$name.log" 2>&1
+  timeout 300 env ${check:+STRATA_CHECK=1} ${ranks:+"$build/bin/strata-run" -n "$ranks" --} "$train" --data "$data" "$@" > "$tmp/$name.log" 2>&1
   rc=$?
-  [ $rc -eq 0 ] || { echo "strata-train $* exited $rc:"; tail -5 "$tmp/$name.log"; }
+  [ $rc -eq 0 ] || { echo "strata-train $* exited $rc:"; tail -30 "$tmp/$name.log"; }
   return $rc
 }
 # The "step N/M | loss X" lines of a log as "N X", one a line (after strata-run's "[r] ").
@@ -112,9 +114,10 @@ for layout in "--dp 2 --zero 1" "--tp 2" "--pp 2 --microbatches 4"; do
   step "2 ranks on one $dev device, $layout: 20 fp32 steps within 1e-4 of the host's"
   tag=$(echo "$layout" | tr -dc 'a-z0-9')
   train_run "host_$tag" $small $layout --steps 20 --eval-batches 0 --device host &&
-    train_run "ranks_$tag" $small $layout --steps 20 --eval-batches 0 --device $dev &&
+    { check=1; train_run "ranks_$tag" $small $layout --steps 20 --eval-batches 0 --device $dev; } &&
     same_losses "$tmp/ranks_$tag.log" "$tmp/host_$tag.log" 1e-4
   verdict $?
+  check=
 done
 ranks=
 
