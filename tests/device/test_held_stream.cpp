@@ -1,8 +1,9 @@
 // The premise of a device call's worker (src/core/stream_order): while a call holds the
 // user's stream (wait_value on a flag the worker raises when done), the user's thread may
-// block on that stream, in a copy to pageable memory (what torch's .cpu() does) or a
-// synchronize, and the worker must still get its driver calls through. On an H200 some
-// did not: cuStreamCreate waited for a lock the blocked pageable copy kept (docs/gpu.md).
+// block on that stream, in a copy to pageable memory (what torch's .cpu() does), a
+// synchronize or a free, and the worker must still get its driver calls through. On an
+// H200 some did not: cuStreamCreate waited for a lock the blocked pageable copy kept
+// (docs/gpu.md).
 //
 // Each probe is a fresh process (this binary in the --held-stream role): its user stream
 // is held, its main thread blocks on it, and a worker thread makes one driver call (then
@@ -96,8 +97,9 @@ const std::vector<Call>& calls() {
   return k;
 }
 
-// How the user's thread blocks on its held stream.
-const char* const kBlockers[] = {"pageable_copy", "synchronize"};
+// How the user's thread blocks on its held stream: a copy to pageable memory, a
+// synchronize, or a free (which waits for the whole device, as cudaFree does).
+const char* const kBlockers[] = {"pageable_copy", "synchronize", "free"};
 
 int held_stream_probe(const std::string& call_name, const std::string& blocker) {
   const Call* call = nullptr;
@@ -140,7 +142,9 @@ int held_stream_probe(const std::string& call_name, const std::string& blocker) 
     std::fflush(stdout);
     __atomic_store_n(&p.flag[0], 1, __ATOMIC_RELEASE);
   });
+  void* spare = mem.alloc(kBytes);
   if (blocker == "pageable_copy") ex.copy(got.data(), p.a, kBytes, user);
+  if (blocker == "free") mem.free(spare);
   ex.stream_synchronize(user);
   worker.join();
   if (blocker == "pageable_copy" && got != sent) {
