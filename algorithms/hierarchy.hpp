@@ -11,7 +11,11 @@ namespace strata {
 
 struct LinkModel {
   double latency_s;      // alpha: per message
-  double bandwidth_Bps;  // 1/beta: per byte
+  double bandwidth_Bps;  // 1/beta: per byte, both directions busy (a ring's or exchange's rounds)
+  // One direction alone, pipelined (a chain's or tree's stream: broadcast, reduce); 0: the
+  // same as bandwidth_Bps (what a STRATA_LINK_MODEL entry gives).
+  double stream_Bps = 0;
+  double one_way_Bps() const { return stream_Bps > 0 ? stream_Bps : bandwidth_Bps; }
 };
 
 // Device buffers of one node (the IPC link), unless STRATA_LINK_MODEL's "device" says
@@ -57,8 +61,11 @@ int emulated_node(const std::vector<LevelSpec>& spec, int rank);
 // two CPUs of the 2-vCPU VM (a two-rank 8 B all_reduce, direct: 0.35-0.5 us a call) and
 // its large copies run at about half the single-core copy rate (data in, then out). Tcp
 // between ranks of one host (STRATA_TRANSPORT=tcp): 6-10 us an 8 B all_reduce, about
-// 2 GB/s for 1 MiB there. A network between nodes: 10 Gbit/s. docs/benchmarks.md.
-inline constexpr LinkModel kShmLink{0.5e-6, 3e9}, kHostTcpLink{5e-6, 2e9}, kNetLink{30e-6, 1.25e9};
+// 2 GB/s for 1 MiB there. One direction alone streams faster: a 2-rank broadcast or
+// reduce (the chain) ran at 9-14 GB/s on shared memory from 8 KiB to 1 MiB and 4.2-5.2 GB/s
+// over tcp at 128 KiB-1 MiB, where the models above predicted 3-5x too slow (perf/scan,
+// docs/benchmarks/scan_2ranks.md). A network between nodes: 10 Gbit/s. docs/benchmarks.md.
+inline constexpr LinkModel kShmLink{0.5e-6, 3e9, 12e9}, kHostTcpLink{5e-6, 2e9, 5e9}, kNetLink{30e-6, 1.25e9};
 
 // Builds the hierarchy from each rank's host identity and the spec. Link models come from
 // defaults (shared memory inside a node, or tcp when `node_over_tcp`; network above) or

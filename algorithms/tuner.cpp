@@ -28,9 +28,15 @@ struct Pass {
 // With more ranks than CPUs a message waits for the scheduler to run its receiver: the
 // latency of a round is at least a hand-off (4 ranks on 2 cores; the value the tuner's
 // choices there were measured with, docs/benchmarks.md).
+// Nor does one direction stream alone: the other ranks want the same cores (4 ranks on
+// 2 cores: a broadcast tree's hop of 256 KiB-1 MiB ran at 4.8-6.2 GB/s, nearer the shm
+// link's exchange rate than its one-way 12 GB/s).
 constexpr double kOversubscribedLatency_s = 2e-6;
 LinkModel as_run(LinkModel l, const Hierarchy& h) {
-  if (h.oversubscribed) l.latency_s = std::max(l.latency_s, kOversubscribedLatency_s);
+  if (h.oversubscribed) {
+    l.latency_s = std::max(l.latency_s, kOversubscribedLatency_s);
+    l.stream_Bps = 0;
+  }
   return l;
 }
 
@@ -56,13 +62,15 @@ LinkModel above_node_link(const Hierarchy& h) {
   return h.top;
 }
 
+// A chain streams one direction at a time: the link's one-way rate.
 double chain_time(double bytes, int n, const LinkModel& l, size_t* chunk) {
   if (n <= 1) return 0;
+  const double B = l.one_way_Bps();
   // (S/C + n - 2)(alpha + C/B) is smallest at C = sqrt(S * alpha * B / (n - 2)).
-  double c = n > 2 ? std::sqrt(bytes * l.latency_s * l.bandwidth_Bps / (n - 2)) : bytes;
+  double c = n > 2 ? std::sqrt(bytes * l.latency_s * B / (n - 2)) : bytes;
   c = std::clamp(c, 4096.0, std::max(bytes, 4096.0));
   if (chunk) *chunk = static_cast<size_t>(c);
-  return (std::ceil(bytes / c) + n - 2) * (l.latency_s + c / l.bandwidth_Bps);
+  return (std::ceil(bytes / c) + n - 2) * (l.latency_s + c / B);
 }
 
 // With more ranks than CPUs, every round in which a rank waits for a peer also waits for
@@ -85,7 +93,7 @@ int waiting_rounds(Algo algo, int n) {
   }
 }
 
-double tree_time(double bytes, int n, const LinkModel& l) { return ceil_log2(n) * (l.latency_s + bytes / l.bandwidth_Bps); }
+double tree_time(double bytes, int n, const LinkModel& l) { return ceil_log2(n) * (l.latency_s + bytes / l.one_way_Bps()); }
 
 double flat_time(Algo algo, Collective coll, double bytes, int n, const LinkModel& l, Pass reduce_s, size_t* chunk) {
   const double a = l.latency_s, B = l.bandwidth_Bps;

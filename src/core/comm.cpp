@@ -138,7 +138,10 @@ Request CommState::run_group(std::vector<P2POp> ops, bool blocking, MemoryKind m
       sent.memory = memory;
       for (const P2POp& p : run)
         if (p.is_send) sent.count += p.bytes;
-      STRATA_INFO("grouped send/recv: %zu steps", plan.steps.size());
+      // Once per size at INFO, as a collective's plan is: a line on every call would cost
+      // each call microseconds (perf/scan runs at INFO for the tuner's predictions).
+      if (!plans.has_group_slot(sent.count)) STRATA_INFO("grouped send/recv: %zu steps, %zu bytes sent", plan.steps.size(), sent.count);
+      else STRATA_TRACE("grouped send/recv: %zu steps, %zu bytes sent", plan.steps.size(), sent.count);
       engine->execute(plan, sent, nullptr, plans.group_slot(sent.count));
     }
     if (own != Fault::none) throw_fault(own, own_what + " (" + disagreement + ")");
