@@ -140,9 +140,11 @@ Request CommState::run_group(std::vector<P2POp> ops, bool blocking, MemoryKind m
         if (p.is_send) sent.count += p.bytes;
       // Once per size at INFO, as a collective's plan is: a line on every call would cost
       // each call microseconds (perf/scan runs at INFO for the tuner's predictions).
-      if (!plans.has_group_slot(sent.count)) STRATA_INFO("grouped send/recv: %zu steps, %zu bytes sent", plan.steps.size(), sent.count);
+      bool first = false;
+      std::unique_ptr<PlanSlot>& slot = plans.group_slot(sent.count, &first);
+      if (first) STRATA_INFO("grouped send/recv: %zu steps, %zu bytes sent", plan.steps.size(), sent.count);
       else STRATA_TRACE("grouped send/recv: %zu steps, %zu bytes sent", plan.steps.size(), sent.count);
-      engine->execute(plan, sent, nullptr, plans.group_slot(sent.count));
+      engine->execute(plan, sent, nullptr, slot);
     }
     if (own != Fault::none) throw_fault(own, own_what + " (" + disagreement + ")");
     if (!disagreement.empty()) throw_fault(Fault::mismatch, disagreement);

@@ -51,9 +51,9 @@ class PlanCache {
   }
   // The slot of grouped send/receive calls that send `bytes`. Looked up by the running
   // operation only (operations run one at a time), so clearing old slots is safe.
-  std::unique_ptr<PlanSlot>& group_slot(size_t bytes);
-  // Whether a group of this many bytes has run (has its slot) since the slots were last cleared.
-  bool has_group_slot(size_t bytes) const { return group_slots_.count(bytes) != 0; }
+  // `first`, when given, says whether no group of this many bytes has run since the slots
+  // were last cleared.
+  std::unique_ptr<PlanSlot>& group_slot(size_t bytes, bool* first = nullptr);
 
   // Plans, and group slots, kept at most: size sweeps should not grow them forever.
   static constexpr size_t kMaxPlans = 256;

@@ -64,10 +64,15 @@ TEST(PlanCache, StaysBoundedOverASizeSweep) {
 
 TEST(PlanCache, GroupSlotsStayBoundedAndKeepTheirState) {
   PlanCache cache;
-  cache.group_slot(1 << 20) = std::make_unique<Tag>(7);
-  EXPECT_EQ(static_cast<Tag&>(*cache.group_slot(1 << 20)).value, 7);
+  bool first = false;
+  cache.group_slot(1 << 20, &first) = std::make_unique<Tag>(7);
+  EXPECT_TRUE(first);
+  EXPECT_EQ(static_cast<Tag&>(*cache.group_slot(1 << 20, &first)).value, 7);
+  EXPECT_FALSE(first);  // the size ran before: its INFO line is not printed again
   for (size_t bytes = 1; bytes <= 3 * PlanCache::kMaxPlans; ++bytes) cache.group_slot(bytes);
   EXPECT_LE(cache.group_slots_kept(), PlanCache::kMaxPlans);
+  cache.group_slot(1 << 20, &first);
+  EXPECT_TRUE(first);  // cleared behind it
 }
 
 TEST(P2PPlan, OneRoundOfTransfersAndSelfPairsBecomeCopies) {
