@@ -1,4 +1,5 @@
 #include "command.hpp"
+#include "throw_errno.hpp"
 
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -12,10 +13,6 @@
 
 namespace strata::launcher {
 namespace {
-
-[[noreturn]] void throw_errno(const char* what) {
-  throw std::system_error(errno, std::generic_category(), what);
-}
 
 // Root's PATH normally has the sbin directories; a stripped-down one (sudo, cron, CI)
 // may not, and iproute2 lives there.

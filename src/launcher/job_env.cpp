@@ -1,4 +1,5 @@
 #include "job_env.hpp"
+#include "throw_errno.hpp"
 
 #include "root_port.hpp"
 
@@ -16,10 +17,6 @@
 
 namespace strata::launcher {
 namespace {
-
-[[noreturn]] void throw_errno(const char* what) {
-  throw std::system_error(errno, std::generic_category(), what);
-}
 
 int pick_free_loopback_port() {
   const int port = pick_root_port();

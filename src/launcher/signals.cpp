@@ -1,4 +1,5 @@
 #include "signals.hpp"
+#include "throw_errno.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -36,10 +37,6 @@ void on_signal(int sig) {
   char byte = 0;
   [[maybe_unused]] ssize_t n = ::write(g_wakeup_pipe[1], &byte, 1);
   errno = saved_errno;
-}
-
-[[noreturn]] void throw_errno(const char* what) {
-  throw std::system_error(errno, std::generic_category(), what);
 }
 
 void catch_signal(int sig) {

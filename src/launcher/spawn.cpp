@@ -1,4 +1,5 @@
 #include "spawn.hpp"
+#include "throw_errno.hpp"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -33,10 +34,6 @@ class Fd {
  private:
   int fd_;
 };
-
-[[noreturn]] void throw_errno(const char* what) {
-  throw std::system_error(errno, std::generic_category(), what);
-}
 
 std::vector<char*> c_strings(const std::vector<std::string>& v) {
   std::vector<char*> out;

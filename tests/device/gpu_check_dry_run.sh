@@ -54,7 +54,7 @@ expect "a total" "$s" '^total .* 1 failed or timed out, 2 passed'
 
 echo "== 2. a hanging step and the budget"
 plant "sleep 300 & echo \$! > '$tmp/child.pid'; wait"
-"$src/tools/gpu-check" "$tmp/out2" --bundle "$tmp/bundle" --emulated --budget 18 \
+GPU_CHECK_MIN_STEP=1 "$src/tools/gpu-check" "$tmp/out2" --bundle "$tmp/bundle" --emulated --budget 4 \
   --only 'environment|reduce_kernel|perf_all_reduce_n2' > /dev/null 2> "$tmp/stderr2"
 rc=$?
 cat "$tmp/out2/summary.txt"
