@@ -3,12 +3,13 @@
 # test's ranks on the same cores would stretch the time it measures.
 #
 # Suites where every case is such a test say RUN_SERIAL in gtest_discover_tests'
-# PROPERTIES. For some cases of a suite, call this after gtest_discover_tests: the cases
-# exist only when ctest reads the file gtest_discover_tests made at build time, so their
-# properties are set from a file ctest reads after it.
-function(strata_run_alone)
-  set(_file ${CMAKE_CURRENT_BINARY_DIR}/run_alone.cmake)
-  list(JOIN ARGN " " _names)
-  file(WRITE ${_file} "set_tests_properties(${_names} PROPERTIES RUN_SERIAL TRUE)\n")
-  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${_file})
+# PROPERTIES. Where only some cases are, strata_discover_tests(TARGET ALONE filter ...)
+# takes gtest_discover_tests' arguments and a gtest filter ("Suite.*:Other.*"): the cases
+# it matches run alone, the others as usual. A filter, not a list of names, so that a case
+# added to or renamed in those suites stays alone.
+function(strata_discover_tests target)
+  cmake_parse_arguments(A "" "ALONE" "PROPERTIES" ${ARGN})
+  gtest_discover_tests(${target} ${A_UNPARSED_ARGUMENTS} TEST_FILTER "-${A_ALONE}" PROPERTIES ${A_PROPERTIES})
+  gtest_discover_tests(${target} ${A_UNPARSED_ARGUMENTS} TEST_FILTER "${A_ALONE}"
+                       PROPERTIES ${A_PROPERTIES} RUN_SERIAL TRUE)
 endfunction()
