@@ -97,10 +97,20 @@ SideResult bench_time(Context& cx, const Case& c, size_t count, bool in_place) {
   const auto t0 = Clock::now();
   for (int iter = 0; iter < cx.o.iters; ++iter) start(cx, s, iter);
   const double local = std::chrono::duration<double>(Clock::now() - t0).count() / cx.o.iters;
+  // With -z 1 each call's time includes a barrier; time as many bare barriers, so that the
+  // difference is a call's latency, also for a rooted call whose non-roots would otherwise
+  // run ahead of the root (back to back, its time per call is throughput).
+  double barrier_local = 0;
+  if (cx.o.blocking) {
+    const auto b0 = Clock::now();
+    for (int iter = 0; iter < cx.o.iters; ++iter) cx.b.barrier();
+    barrier_local = std::chrono::duration<double>(Clock::now() - b0).count() / cx.o.iters;
+  }
   const double seconds = combine_time(cx, local);
 
   SideResult r;
   r.time_us = seconds * 1.0e6;
+  if (cx.o.blocking) r.barrier_us = combine_time(cx, barrier_local) * 1.0e6;
   const Bandwidth bw = bandwidth(c.coll, row_bytes(c.coll, count, cx.b.size(), size_of(c.type)), seconds, cx.b.size());
   r.algbw = bw.algbw;
   r.busbw = bw.busbw;

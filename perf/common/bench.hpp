@@ -4,7 +4,8 @@
 //   per size, out of place then in place:
 //     fill inputs (when checking); one untimed call; barrier;
 //     time `iters` operations back to back, each a blocking call (the backend returns
-//       when the operation is complete on this rank; -z adds a barrier after each);
+//       when the operation is complete on this rank; -z adds a barrier after each, and
+//       then times as many bare barriers, so the difference is a call's latency);
 //     per-op time = elapsed / iters, combined across ranks by -a (avg/min/max/rank 0);
 //     check: refill with a fresh seed, one call, count wrong elements against the host
 //       reference, sum the counts over ranks.

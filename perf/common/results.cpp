@@ -14,6 +14,7 @@ void put_side(Json& row, const std::string& prefix, const SideResult& r) {
   row[prefix + "algbw"] = r.skipped ? Json() : Json(r.algbw);
   row[prefix + "busbw"] = r.skipped ? Json() : Json(r.busbw);
   row[prefix + "wrong"] = r.skipped || !r.checked ? Json() : Json(r.wrong);
+  row[prefix + "barrier_us"] = r.skipped || r.barrier_us < 0 ? Json() : Json(r.barrier_us);
 }
 
 Json config(const Options& o) {

@@ -33,6 +33,7 @@ struct RunSummary {
 //  "results":[{"collective","size","count","type","op","root","ranks",
 //              "oop_time_us","oop_algbw","oop_busbw","oop_wrong",
 //              "ip_time_us","ip_algbw","ip_busbw","ip_wrong"}, ...],
+//  (each side also has "oop_barrier_us" / "ip_barrier_us": with -z 1 a bare barrier's time)
 //  "out_of_bounds":N, "avg_busbw":X}
 // A wrong count is null where it was not checked.
 std::string results_json(const RunSummary& s);

@@ -24,6 +24,9 @@ struct SideResult {
   bool checked = false;  // false: "N/A" in #wrong
   int64_t wrong = 0;
   bool skipped = false;  // not run (-I 0): every field "N/A"
+  // -z 1: a bare barrier's time, timed over as many barriers right after the calls (each
+  // call's time includes one), so time_us - barrier_us is a call's latency; < 0 otherwise.
+  double barrier_us = -1;
 };
 
 // nccl-tests' number style for a field of `width`: 2, 1 or 0 decimals as the integer

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "coll_printer.hpp"
 #include "bench.hpp"
@@ -27,10 +28,14 @@ class LoopbackBackend : public Backend {
     if (c.count && c.send != c.recv) std::memmove(c.recv, c.send, c.count * size_of(c.type));
     if (corrupt && c.count) static_cast<unsigned char*>(c.recv)[0] ^= 0x40;
   }
-  void barrier() override {}
+  void barrier() override {
+    ++barriers;
+    if (barrier_sleep.count()) std::this_thread::sleep_for(barrier_sleep);
+  }
   double all_reduce(double v, ScalarOp) override { return v; }
   bool corrupt = false;
-  long calls = 0;
+  long calls = 0, barriers = 0;
+  std::chrono::microseconds barrier_sleep{0};
 };
 
 Options small(const Coll& c) {
@@ -111,6 +116,40 @@ TEST(Bench, NoCheckMeansNA) {
   EXPECT_EQ(run_benchmark(b, o, s, out), 0);
   EXPECT_FALSE(s.rows[0].out_of_place.checked);
   EXPECT_NE(out.str().find("N/A"), std::string::npos);
+}
+
+// -z 1: a barrier after each timed call, then as many bare barriers timed on their own, so
+// that time - barrier is the call's latency. Calls here take ~0; barriers sleep 1 ms.
+TEST(Bench, BlockingAlsoTimesBareBarriers) {
+  for (bool blocking : {false, true}) {
+    LoopbackBackend b;
+    b.barrier_sleep = std::chrono::microseconds(1000);
+    Options o = small(Collective::reduce);
+    o.max_bytes = 32;  // 8 and 32 bytes
+    o.check = 0;
+    o.blocking = blocking;
+    RunSummary s;
+    std::ostringstream out;
+    ASSERT_EQ(run_benchmark(b, o, s, out), 0);
+    ASSERT_EQ(s.rows.size(), 2u);
+    // One before the warmups; per side one after the untimed call and one after the side.
+    // With -z also one after each call (2 warmups; per side the untimed one and 3 timed)
+    // and the 3 bare ones.
+    EXPECT_EQ(b.barriers, 1 + (blocking ? 2 : 0) + 2 * 2 * (2 + (blocking ? 1 + 3 + 3 : 0))) << blocking;
+    for (const RowRecord& r : s.rows) {
+      for (const SideResult* side : {&r.out_of_place, &r.in_place}) {
+        if (blocking) {
+          EXPECT_GE(side->time_us, 1000.0);  // each call waits out the barrier after it
+          EXPECT_GE(side->barrier_us, 1000.0);
+        } else {
+          EXPECT_LT(side->time_us, 1000.0);
+          EXPECT_LT(side->barrier_us, 0.0);  // not measured: null in the JSON
+        }
+      }
+    }
+    const std::string json = results_json(s);
+    EXPECT_EQ(json.find("\"oop_barrier_us\":null") != std::string::npos, !blocking) << json;
+  }
 }
 
 int run_main(std::vector<std::string> args, bool corrupt = false) {

@@ -173,7 +173,8 @@ TEST(Json, KeysInOrderOneResultALine) {
                           "\"check\"", "\"average\"", "\"blocking\"", "\"in_place\"", "\"results\"",
                           "\"collective\"", "\"size\"", "\"count\"", "\"type\"", "\"op\"", "\"root\"",
                           "\"ranks\"", "\"oop_time_us\"", "\"oop_algbw\"", "\"oop_busbw\"", "\"oop_wrong\"",
-                          "\"ip_time_us\"", "\"ip_algbw\"", "\"ip_busbw\"", "\"ip_wrong\"", "\"out_of_bounds\"",
+                          "\"oop_barrier_us\"", "\"ip_time_us\"", "\"ip_algbw\"", "\"ip_busbw\"", "\"ip_wrong\"",
+                          "\"ip_barrier_us\"", "\"out_of_bounds\"",
                           "\"avg_busbw\""}) {
     const size_t next = text.find(key, at);
     ASSERT_NE(next, std::string::npos) << key << " after " << at << "\n" << text;
