@@ -90,6 +90,9 @@ class Link {
   // a GPU, a driver call that creates waits on locks that another thread's blocking call
   // (a copy to pageable memory on that held stream) keeps (seen on an H200).
   virtual void prepare() {}
+  // The call whose transfers are posted failed and will never progress them: stop what
+  // the peer could still do to this call's memory (the shm link's landings).
+  virtual void abandon() {}
 
   // How many of the transfers posted so far, each way, have not completed: they complete
   // in order, so all but the newest that many are done. A link that wraps this one

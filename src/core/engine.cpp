@@ -119,7 +119,13 @@ void Engine::run_round(const Plan& plan, size_t round, CallRun& run) {
       }
     }
   }
-  if (!active_.empty()) wait_links();
+  if (active_.empty()) return;
+  try {
+    wait_links();
+  } catch (...) {
+    for (Link* l : active_) l->abandon();
+    throw;
+  }
 }
 
 void Engine::prepare(MemoryKind kind) {

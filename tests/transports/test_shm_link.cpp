@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ground/reduce.hpp"
+#include "strata/device.hpp"
 #include "transports/shm/shm_link.hpp"
 
 namespace strata {
@@ -19,12 +20,15 @@ namespace {
 struct LinkPair {
   std::shared_ptr<ShmSegment> a_seg, b_seg;  // a_seg holds the ring a reads from
   std::unique_ptr<ShmLink> a, b;             // a: rank 0's link to rank 1; b: the reverse
+  // Each side writes through the peer's segment opened by name, as ranks do: so it can
+  // prove it may open the owner's files, and zero-copy is on.
   explicit LinkPair(size_t ring_bytes) {
     const std::string base = "/strata-shmlink-test-" + std::to_string(getpid());
     a_seg = ShmSegment::create(base + "-a", 1, ring_bytes);
     b_seg = ShmSegment::create(base + "-b", 1, ring_bytes);
-    a = std::make_unique<ShmLink>(1, b_seg->ring(0), a_seg->ring(0), b_seg, a_seg);
-    b = std::make_unique<ShmLink>(0, a_seg->ring(0), b_seg->ring(0), a_seg, b_seg);
+    auto b_seen_by_a = ShmSegment::open(base + "-b"), a_seen_by_b = ShmSegment::open(base + "-a");
+    a = std::make_unique<ShmLink>(1, b_seen_by_a->ring(0), a_seg->ring(0), b_seen_by_a, a_seg);
+    b = std::make_unique<ShmLink>(0, a_seen_by_b->ring(0), b_seg->ring(0), a_seen_by_b, b_seg);
   }
   // Progress both until both are idle; false if nothing moved for a long while.
   bool run() {
@@ -113,6 +117,74 @@ TEST(ShmLink, ForwardsWhatItReducesAsItsRecordSays) {
       ASSERT_EQ(back[i], x[i] + y[i]) << count << " @" << i;
     }
   }
+}
+
+// Zero-copy forwards (docs/transports.md, "Zero-copy"): with both ends' buffers from
+// strata::alloc, the forward of a reducing receive read in place is written into the
+// receive's landing on the other side (STRATA_SHM_ZEROCOPY_PUSH, on by default) or, off,
+// read back from the forwarder's destination. The results are the same either way; the
+// ring's pushes_done counter says which path ran. Sizes: at the zero-copy threshold, an
+// odd number of 64 KiB pieces, and over one 1 MiB piece with a tail.
+TEST(ShmLink, ZeroCopyForwardPushedOrReadBack) {
+  const ReduceFn sum = reduce_fn(DataType::int32, ReduceOp::sum);
+  for (bool push : {true, false}) {
+    setenv("STRATA_SHM_ZEROCOPY_PUSH", push ? "1" : "0", 1);
+    LinkPair p(64 << 10);
+    unsetenv("STRATA_SHM_ZEROCOPY_PUSH");
+    uint64_t forwards = 0;
+    for (size_t count : {size_t(16384), size_t(5 * 16384 + 3), size_t(300000)}) {
+      const size_t bytes = count * 4;
+      auto* x = static_cast<int32_t*>(alloc(bytes, MemoryKind::host));
+      auto* y = static_cast<int32_t*>(alloc(bytes, MemoryKind::host));
+      auto* mine = static_cast<int32_t*>(alloc(bytes, MemoryKind::host));
+      auto* back = static_cast<int32_t*>(alloc(bytes, MemoryKind::host));
+      for (size_t i = 0; i < count; ++i) {
+        x[i] = static_cast<int32_t>(i * 7 + 1);
+        y[i] = static_cast<int32_t>(count - i);
+        back[i] = -1;
+      }
+      p.a->post_send(x, bytes);
+      p.b->post_recv(mine, bytes, Reduction{sum, 4, reinterpret_cast<const char*>(y), true});
+      p.a->post_recv(back, bytes, {});
+      ASSERT_TRUE(p.run()) << count;
+      for (size_t i = 0; i < count; ++i) {
+        ASSERT_EQ(mine[i], x[i] + y[i]) << count << " @" << i;
+        ASSERT_EQ(back[i], x[i] + y[i]) << push << " " << count << " @" << i;
+      }
+      ++forwards;
+      EXPECT_EQ(p.a_seg->ring(0)->pushes_done.load(), push ? forwards : 0) << count;
+      for (void* b : {static_cast<void*>(x), static_cast<void*>(y), static_cast<void*>(mine), static_cast<void*>(back)})
+        free(b);
+    }
+  }
+}
+
+// A receiver whose call failed (Link::abandon) closes its landings: a forward being
+// written into one stops at the next 64 KiB. Here the forwarder has written its first
+// 1 MiB piece when the receiver abandons; nothing after it reaches the receiver's buffer.
+TEST(ShmLink, AbandonedLandingIsNotWrittenAnyMore) {
+  LinkPair p(64 << 10);
+  const ReduceFn sum = reduce_fn(DataType::int32, ReduceOp::sum);
+  const size_t count = 600000, bytes = count * 4, first = (size_t(1) << 20) / 4;
+  auto* x = static_cast<int32_t*>(alloc(bytes, MemoryKind::host));
+  auto* y = static_cast<int32_t*>(alloc(bytes, MemoryKind::host));
+  auto* mine = static_cast<int32_t*>(alloc(bytes, MemoryKind::host));
+  auto* back = static_cast<int32_t*>(alloc(bytes, MemoryKind::host));
+  for (size_t i = 0; i < count; ++i) x[i] = static_cast<int32_t>(i), y[i] = 5, back[i] = -1;
+  p.a->post_send(x, bytes);
+  p.b->post_recv(mine, bytes, Reduction{sum, 4, reinterpret_cast<const char*>(y), true});
+  p.a->post_recv(back, bytes, {});  // offers its landing
+  p.a->progress();                  // x's header
+  p.b->progress();                  // the header, and the first piece reduced and written
+  p.a->abandon();
+  ASSERT_TRUE(p.run());
+  for (size_t i = 0; i < count; ++i) {
+    ASSERT_EQ(mine[i], x[i] + 5) << i;
+    ASSERT_EQ(back[i], i < first ? x[i] + 5 : -1) << i;
+  }
+  EXPECT_EQ(p.a_seg->ring(0)->pushes_done.load(), 1u);  // the forward still ends
+  for (void* b : {static_cast<void*>(x), static_cast<void*>(y), static_cast<void*>(mine), static_cast<void*>(back)})
+    free(b);
 }
 
 }  // namespace

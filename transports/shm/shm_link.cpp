@@ -75,6 +75,9 @@ std::shared_ptr<ShmSegment> ShmSegment::create(const std::string& name, int nrin
     r->inline_tail.store(0, std::memory_order_relaxed);
     r->direct_ok.store(0, std::memory_order_relaxed);
     r->zerocopy_min.store(0, std::memory_order_relaxed);
+    r->pushes_done.store(0, std::memory_order_relaxed);
+    r->landings_closed.store(0, std::memory_order_relaxed);
+    for (ShmLanding& l : r->landings) l.recv.store(0, std::memory_order_relaxed);
     r->capacity = ring_bytes;
   }
   h->nrings = static_cast<uint64_t>(nrings);
@@ -149,7 +152,8 @@ ShmLink::ShmLink(int peer, ShmRing* out, ShmRing* in, std::shared_ptr<ShmSegment
       in_(in),
       out_seg_(std::move(out_seg)),
       in_seg_(std::move(in_seg)),
-      held_(static_cast<size_t>(settings::integer("STRATA_IPC_CACHE_ENTRIES"))) {
+      held_(static_cast<size_t>(settings::integer("STRATA_IPC_CACHE_ENTRIES"))),
+      landings_(static_cast<size_t>(settings::integer("STRATA_IPC_CACHE_ENTRIES"))) {
   // The ring we write, mapped now rather than page by page by the first transfers (the
   // owner populated the segment); a kernel without MADV_POPULATE_WRITE (before 5.14)
   // leaves it to them.
@@ -170,6 +174,8 @@ ShmLink::ShmLink(int peer, ShmRing* out, ShmRing* in, std::shared_ptr<ShmSegment
   const auto zc = static_cast<uint64_t>(settings::integer("STRATA_SHM_ZEROCOPY_BYTES"));
   zerocopy_min_ = zc > 0 && out_seg_->can_open_owner_files() ? std::max<uint64_t>(zc, ShmInline::kMaxBytes + 1) : 0;
   in_->zerocopy_min.store(zerocopy_min_, std::memory_order_release);
+  // Writing into the peer's memory needs what reading it in place needs: opening its files.
+  push_ = zerocopy_min_ > 0 && settings::integer("STRATA_SHM_ZEROCOPY_PUSH") != 0;
   stream_min_ = static_cast<size_t>(settings::integer("STRATA_SHM_STREAM_BYTES"));
   if (stream_min_) stream_tmp_.resize(64 << 10);
   if (we_read_direct_) staging_.resize(256 << 10);
@@ -182,8 +188,15 @@ ShmLink::ShmLink(int peer, ShmRing* out, ShmRing* in, std::shared_ptr<ShmSegment
   if (caps().forwards_reductions) forward_tmp_.resize(256 << 10);  // in L2; 64 KiB pieces measured 10-20% slower
 }
 
+void ShmLink::abandon() { in_->landings_closed.store(1, std::memory_order_release); }
+
 ShmLink::~ShmLink() {
-  held_.clear([](const PeerMappings::Mapping& m) { munmap(m.ptr, m.length); });
+  abandon();
+  auto unmap = [](const PeerMappings::Mapping& m) {
+    if (m.ptr) munmap(m.ptr, m.length);
+  };
+  held_.clear(unmap);
+  landings_.clear(unmap);
 }
 
 namespace {
@@ -203,6 +216,7 @@ void ShmLink::head_send(Transfer& t) const {
 void ShmLink::post_send(const void* buf, size_t bytes) {
   Transfer t{const_cast<char*>(static_cast<const char*>(buf)), bytes, 0, {}};
   t.direct = direct_min_ > 0 && bytes >= direct_min_ && out_->direct_ok.load(std::memory_order_acquire);
+  t.number = sends_posted_++;
   head_send(t);
   sends_.push_back(t);
 }
@@ -211,13 +225,90 @@ void ShmLink::post_recv(void* buf, size_t bytes, const Reduction& reduce) {
   Transfer t{static_cast<char*>(buf), bytes, 0, reduce};
   t.direct = we_read_direct_ && bytes >= direct_min_;
   t.headed = headed(in_, t.direct, bytes);
+  t.number = recvs_posted_++;
   if (reduce.forward) {
     Transfer slot{t.buf, bytes, 0, {}};
     slot.forward_slot = true;
+    slot.number = sends_posted_++;
     head_send(slot);
     t.forward = sends_.push_back(slot);
   }
   recvs_.push_back(t);
+  if (push_) offer_landings();
+}
+
+// Push (STRATA_SHM_ZEROCOPY_PUSH): the two-rank forward's receiver would otherwise read the
+// reduced half back from the sender's destination, 1.5 reads of the buffer a rank instead
+// of 1; out of place that two-shot ran 0.67-0.89x memcpy where in place ran 0.85-1.09x.
+// The sender writes each reduced piece into both destinations while it is in cache:
+// 1.05-1.12x reading back (docs/benchmarks.md, "Zero-copy").
+void ShmLink::offer_landings() {
+  for (size_t k = 0; k < std::min(recvs_.size(), ShmRing::kLandings); ++k) {
+    Transfer& t = recvs_.at(recvs_.front_index() + k);
+    if (!t.offered) offer_landing(t);
+  }
+}
+
+void ShmLink::offer_landing(Transfer& t) {
+  t.offered = true;
+  if (!push_ || !t.headed || t.reduce) return;
+  t.region = device::shareable_host_region(t.buf, t.len);
+  if (!t.region) return;
+  ShmLanding& l = in_->landing(t.number);
+  l.recv.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  l.fd.store(static_cast<uint64_t>(t.region->fd), std::memory_order_relaxed);
+  l.id.store(t.region->id, std::memory_order_relaxed);
+  l.offset.store(static_cast<uint64_t>(t.buf - t.region->base), std::memory_order_relaxed);
+  l.length.store(t.region->length, std::memory_order_relaxed);
+  l.bytes.store(t.len, std::memory_order_relaxed);
+  l.recv.store(t.number + 1, std::memory_order_release);
+}
+
+void ShmLink::take_landing(Transfer& f) {
+  if (!push_ || !f.headed || f.announced || f.push_to || out_->landings_closed.load(std::memory_order_acquire)) return;
+  ShmLanding& l = out_->landing(f.number);
+  const uint64_t before = l.recv.load(std::memory_order_acquire);
+  const uint64_t fd = l.fd.load(std::memory_order_relaxed), id = l.id.load(std::memory_order_relaxed);
+  const uint64_t offset = l.offset.load(std::memory_order_relaxed), length = l.length.load(std::memory_order_relaxed);
+  const uint64_t bytes = l.bytes.load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (before != f.number + 1 || l.recv.load(std::memory_order_relaxed) != before) return;  // not offered (yet)
+  if (id == 0 || bytes != f.len || offset > length || bytes > length - offset) return;
+  // Forwards run one at a time, as receives do: an evicted mapping's writer is over.
+  const uint64_t seq = pushes_taken_++;
+  landings_.release(seq, [](const PeerMappings::Mapping& m) {
+    if (m.ptr) munmap(m.ptr, m.length);
+  });
+  bool held = false;
+  const PeerMappings::Mapping& m = landings_.use(id, length, seq, held, [&]() -> char* {
+    const std::string path = "/proc/" + std::to_string(peer_pid_) + "/fd/" + std::to_string(fd);
+    const int f = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    struct stat st {};
+    const bool ok = f >= 0 && fstat(f, &st) == 0 && static_cast<uint64_t>(st.st_size) >= length;
+    void* p = ok ? mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, f, 0) : MAP_FAILED;
+    if (f >= 0) ::close(f);
+    return p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+  });
+  if (!m.ptr) {  // the peer reads the forward from our memory instead, now and from now on
+    push_ = false;
+    return;
+  }
+  f.push_to = m.ptr + offset;
+}
+
+bool ShmLink::finish_push(Transfer& f) {
+  if (f.ready < f.len) return false;
+  if (!f.announced) {
+    ZeroCopyHeader h{};
+    h.mapped = 2;
+    h.length = f.len;
+    if (fifo_put(reinterpret_cast<const char*>(&h), sizeof h, true, true) == 0) return false;
+    f.announced = true;
+  }
+  out_->pushes_done.store(++pushes_sent_, std::memory_order_release);
+  f.region.reset();
+  return true;
 }
 
 bool ShmLink::announce(Transfer& t) {
@@ -237,7 +328,13 @@ bool ShmLink::take_header(Transfer& t) {
   ZeroCopyHeader h{};
   if (fifo_read(reinterpret_cast<char*>(&h), sizeof h, 0, {}) == 0) return false;
   t.announced = true;
-  if (h.mapped) {
+  if (h.mapped == 2) {
+    if (!t.region || h.length != t.len)
+      throw InternalError("shm: rank " + std::to_string(peer()) + " wrote " + std::to_string(h.length) +
+                          " bytes into a receive of " + std::to_string(t.len) + (t.region ? "" : " that offered no landing"));
+    t.pushed = true;
+    t.seq = ++pushes_seen_;
+  } else if (h.mapped) {
     t.mapped = true;
     t.src = peer_bytes(h, t.len);
   }
@@ -276,13 +373,35 @@ void ShmLink::mapped_read(Transfer& t) {
   const size_t n = std::min(kPieceBytes, t.len - t.done);
   const char* src = t.src + t.done;
   const bool stream = stream_min_ && t.len >= stream_min_;
-  if (t.reduce && stream && t.reduce.local != t.buf && t.forward == Transfer::kNoForward)
+  Transfer* f = t.forward != Transfer::kNoForward ? &sends_.at(t.forward) : nullptr;
+  if (f && t.done == 0) take_landing(*f);
+  if (f && f->push_to) {
+    // Each 64 KiB reduced is copied into the peer's landing while it is in L1/L2 (in a
+    // two-thread model of the pair 0.78-1.02x memcpy, against 0.74-0.99x with whole 1 MiB
+    // pieces), streamed as the receives' copies are: with plain stores each line of the
+    // landing was first read from memory, and pushing measured 0.89-0.94x of reading back
+    // (docs/benchmarks.md).
+    // The peer closes its landings when its call fails: checked before each piece, so a
+    // rank stopped and resumed writes at most the piece it was in.
+    constexpr size_t kSubBytes = 64 << 10;
+    for (size_t k = 0; k < n; k += kSubBytes) {
+      const size_t m = std::min(kSubBytes, n - k);
+      t.reduce.apply(t.buf, t.done + k, src + k, m);
+      if (out_->landings_closed.load(std::memory_order_acquire)) continue;
+      if (stream) copy_streaming(f->push_to + t.done + k, t.buf + t.done + k, m);
+      else std::memcpy(f->push_to + t.done + k, t.buf + t.done + k, m);
+    }
+  } else if (t.reduce && stream && t.reduce.local != t.buf && !f) {
     reduce_streaming(t.reduce, t.buf, t.done, src, n, stream_tmp_);
-  else if (t.reduce) t.reduce.apply(t.buf, t.done, src, n);
-  else if (stream) copy_streaming(t.buf + t.done, src, n);
-  else std::memcpy(t.buf + t.done, src, n);
+  } else if (t.reduce) {
+    t.reduce.apply(t.buf, t.done, src, n);
+  } else if (stream) {
+    copy_streaming(t.buf + t.done, src, n);
+  } else {
+    std::memcpy(t.buf + t.done, src, n);
+  }
   t.done += n;
-  if (t.forward != Transfer::kNoForward) sends_.at(t.forward).ready = t.done;
+  if (f) f->ready = t.done;
 }
 
 size_t ShmLink::fifo_put(const char* bytes, size_t want, bool starts, bool whole) {
@@ -391,6 +510,12 @@ bool ShmLink::send_some() {
   bool moved = false;
   while (!sends_.empty()) {
     Transfer& t = sends_.front();
+    if (t.push_to) {
+      if (!finish_push(t)) break;
+      moved = true;
+      sends_.pop_front();
+      continue;
+    }
     if (t.headed && !t.announced) {
       // A forward goes mapped only once it is all reduced: the peer may read it at once.
       if (t.forward_slot && t.ready < t.len && t.region) break;
@@ -491,7 +616,12 @@ bool ShmLink::recv_some() {
       if (!take_header(t)) break;
       moved = true;
     }
-    if (t.mapped) {
+    if (t.pushed) {
+      if (in_->pushes_done.load(std::memory_order_acquire) < t.seq) break;
+      t.done = t.len;
+      t.region.reset();
+      moved = true;
+    } else if (t.mapped) {
       mapped_read(t);
       moved = true;
       if (t.done < t.len) break;
@@ -525,6 +655,7 @@ bool ShmLink::recv_some() {
       if (t.done < t.len) break;
     }
     recvs_.pop_front();
+    if (push_) offer_landings();
   }
   return moved;
 }

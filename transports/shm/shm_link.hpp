@@ -31,6 +31,17 @@ struct ShmInline {
   static char* line(char* ring, uint64_t pos) { return ring + pos % kRingBytes; }
 };
 
+// Where the consumer's receive number `recv` - 1 (its receives from this producer, counted
+// from 0) lands: a range of its shareable host memory, which the producer may write into
+// instead of the consumer reading the bytes (ZeroCopyHeader::mapped 2). `recv` is 0 while
+// the consumer rewrites the slot; the producer takes a slot only if `recv` reads the same
+// before and after its fields.
+struct ShmLanding {
+  std::atomic<uint64_t> recv, fd, id, offset, length, bytes;  // length: the allocation's
+  uint64_t pad[2];
+};
+static_assert(sizeof(ShmLanding) == 64);
+
 struct ShmRing {
   alignas(64) std::atomic<uint64_t> head;         // bytes ever written (producer)
   alignas(64) std::atomic<uint64_t> tail;         // bytes ever consumed (consumer)
@@ -39,8 +50,13 @@ struct ShmRing {
   alignas(64) uint64_t capacity;                  // multiple of 64
   std::atomic<uint32_t> direct_ok;                // the consumer can read the producer's memory
   std::atomic<uint64_t> zerocopy_min;             // transfers this large carry a ZeroCopyHeader (0: none)
-  static constexpr size_t kHeaderBytes = 320;
+  alignas(64) std::atomic<uint64_t> pushes_done;  // transfers written into landings, finished (producer)
+  std::atomic<uint64_t> landings_closed;          // nonzero: write into no landing any more (consumer)
+  static constexpr size_t kLandings = 8;          // the oldest receives not done that can be landings
+  alignas(64) ShmLanding landings[kLandings];     // (consumer)
+  static constexpr size_t kHeaderBytes = 1024;
   char* data() { return reinterpret_cast<char*>(this) + kHeaderBytes; }
+  ShmLanding& landing(uint64_t recv) { return landings[recv % kLandings]; }
   // The inline ring (ShmInline::kRingBytes) follows the FIFO's data.
   char* inline_data() { return data() + capacity; }
   // The FIFO's wrap-around, for producer and consumer alike: the `n` bytes at stream
@@ -66,12 +82,15 @@ struct ShmRing {
 // shareable host memory (ground/device/shared_host.hpp), the allocation `id` open as `fd`
 // in the sender; the receiver opens it through /proc/<pid>/fd once, keeps it mapped (a
 // least-recently-used cache), copies or reduces straight from it and then bumps
-// `large_done`, on which the send completes.
+// `large_done`, on which the send completes. 2 (a forward, STRATA_SHM_ZEROCOPY_PUSH): the
+// sender wrote the `length` bytes into the receive's landing (ShmLanding) as it reduced
+// them and bumps `pushes_done` once they are all there.
 struct ZeroCopyHeader {
   uint64_t mapped, fd, id, offset, length;
   uint64_t pad[3];
 };
 static_assert(sizeof(ZeroCopyHeader) == 64);
+static_assert(sizeof(ShmRing) <= ShmRing::kHeaderBytes);
 
 // A mapped segment with `nrings` FIFOs. The creator unlinks the name once peers have
 // mapped it, so nothing stays in /dev/shm after the job.
@@ -137,6 +156,9 @@ class ShmLink final : public Link {
   void post_recv(void* buf, size_t bytes, const Reduction& reduce) override;
   bool progress() override;
   bool idle() const override { return sends_.empty() && recvs_.empty(); }
+  // Closes our landings: a peer that still reduces (stopped, then resumed) must not write
+  // into buffers the program has its own again once the call failed here.
+  void abandon() override;
   // A forwarding receive's send counts as a send (the engine posts none on device memory).
   Outstanding outstanding() const override { return {sends_.size(), recvs_.size()}; }
 
@@ -157,6 +179,10 @@ class ShmLink final : public Link {
     // it are reduced so far. The receive points at it with `forward`.
     bool forward_slot = false;
     size_t ready = 0;
+    uint64_t number = 0;     // its place among this link's sends or receives (landings match them)
+    char* push_to = nullptr;  // forward: the peer's landing, mapped here, written as reduced
+    bool pushed = false;      // receive: the peer writes the bytes into our landing
+    bool offered = false;     // receive: offer_landing has seen it
     static constexpr size_t kNoForward = ~size_t(0);
     size_t forward = kNoForward;  // the index of that send in sends_
   };
@@ -196,6 +222,15 @@ class ShmLink final : public Link {
   const char* peer_bytes(const ZeroCopyHeader& h, size_t len);
   // One piece of a mapped receive (copied or reduced, forwarded when asked).
   void mapped_read(Transfer& t);
+  // A receive into shareable memory offers the peer its destination (ShmLanding), once it
+  // is among the kLandings oldest not done: a plan posts all its receives at once, and
+  // those further back would overwrite the slots of those the peer is about to send.
+  void offer_landings();
+  void offer_landing(Transfer& t);
+  // A forward about to be reduced takes the peer's landing for it, if offered (push_to).
+  void take_landing(Transfer& f);
+  // A forward written into the peer's landing: header, then pushes_done once all reduced.
+  bool finish_push(Transfer& f);
 
   ShmRing* out_;
   ShmRing* in_;
@@ -217,6 +252,10 @@ class ShmLink final : public Link {
   uint64_t zerocopy_min_;          // what we published in in_->zerocopy_min (0: we never map)
   PeerMappings held_;  // the peer's allocations we keep mapped
   uint64_t mapped_recvs_ = 0;  // receives read in place so far (their order for held_)
+  bool push_;                   // STRATA_SHM_ZEROCOPY_PUSH, and opening the peer's files works
+  PeerMappings landings_;       // the peer's allocations we write into, mapped writable
+  uint64_t sends_posted_ = 0, recvs_posted_ = 0;
+  uint64_t pushes_sent_ = 0, pushes_seen_ = 0, pushes_taken_ = 0;
 
  public:
   ~ShmLink() override;
