@@ -175,6 +175,7 @@ const std::map<std::string, Malformed>& malformed_values() {
       {"STRATA_SHM_STREAM_BYTES", {"-1"}},
       {"STRATA_SHM_DIRECT_BYTES", {"1T"}},
       {"STRATA_SHM_ZEROCOPY_BYTES", {"64KiB?"}},
+      {"STRATA_SHM_ZEROCOPY_PUSH", {"2"}},
       {"STRATA_TCP_NSOCKS", {"0"}},
       {"STRATA_TCP_STAGING_BYTES", {"1M1"}},
       {"STRATA_UCX_CHUNK_BYTES", {"big"}},
