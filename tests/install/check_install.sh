@@ -45,7 +45,12 @@ if ! grep -q "# nccl: $prefix/.*/strata-nccl/libnccl.so.2" <<<"$out" || ! grep -
   echo "FAIL: the installed strata-perf --api nccl did not run on the installed libnccl.so.2"
   exit 1
 fi
-if ! ldd "$(find "$prefix" -name libnccl.so.2 | head -1)" | grep -q "$prefix/.*libstrata.so"; then
+# ldd's output captured first (as below): under pipefail, grep -q leaving at its first match
+# can kill ldd with SIGPIPE and fail the pipeline although the library was found (it did,
+# once, in a clean-clone .ci/run).
+nccl_libs=$(ldd "$(find "$prefix" -name libnccl.so.2 | head -1)")
+if ! grep -q "$prefix/.*libstrata.so" <<<"$nccl_libs"; then
+  echo "$nccl_libs"
   echo "FAIL: the installed libnccl.so.2 does not load the installed libstrata"
   exit 1
 fi
