@@ -159,6 +159,30 @@ TEST(ShmLink, ZeroCopyForwardPushedOrReadBack) {
   }
 }
 
+// A plan posts all of its transfers at once (the two-rank ring: a forward per 1 MiB piece),
+// more receives than there are landing slots: each forward must still find its landing
+// (offered once its receive is among the kLandings oldest not done).
+TEST(ShmLink, EveryForwardOfAManyPiecePlanIsWrittenIntoItsLanding) {
+  LinkPair p(64 << 10);
+  const ReduceFn sum = reduce_fn(DataType::int32, ReduceOp::sum);
+  const size_t pieces = 3 * ShmRing::kLandings + 1, count = 20000, bytes = count * 4;
+  std::vector<int32_t*> x, y, mine, back;
+  for (size_t k = 0; k < pieces; ++k) {
+    for (auto* v : {&x, &y, &mine, &back}) v->push_back(static_cast<int32_t*>(alloc(bytes, MemoryKind::host)));
+    for (size_t i = 0; i < count; ++i) x[k][i] = static_cast<int32_t>(i + k), y[k][i] = static_cast<int32_t>(3 * k), back[k][i] = -1;
+  }
+  for (size_t k = 0; k < pieces; ++k) p.a->post_send(x[k], bytes);
+  for (size_t k = 0; k < pieces; ++k)
+    p.b->post_recv(mine[k], bytes, Reduction{sum, 4, reinterpret_cast<const char*>(y[k]), true});
+  for (size_t k = 0; k < pieces; ++k) p.a->post_recv(back[k], bytes, {});
+  ASSERT_TRUE(p.run());
+  for (size_t k = 0; k < pieces; ++k)
+    for (size_t i = 0; i < count; ++i) ASSERT_EQ(back[k][i], x[k][i] + y[k][i]) << "piece " << k << " @" << i;
+  EXPECT_EQ(p.a_seg->ring(0)->pushes_done.load(), pieces);
+  for (auto* v : {&x, &y, &mine, &back})
+    for (int32_t* b : *v) free(b);
+}
+
 // A receiver whose call failed (Link::abandon) closes its landings: a forward being
 // written into one stops at the next 64 KiB. Here the forwarder has written its first
 // 1 MiB piece when the receiver abandons; nothing after it reaches the receiver's buffer.

@@ -38,6 +38,27 @@ const volatile uint64_t probe = ShmSegment::kProbeValue;
 uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) & ~(a - 1); }
 
 [[noreturn]] void sys_fail(const std::string& what) { throw SystemError(what + ": " + std::strerror(errno)); }
+
+void unmap(const PeerMappings::Mapping& m) {
+  if (m.ptr) munmap(m.ptr, m.length);
+}
+
+// `length` bytes of the file a peer holds open as `fd`, mapped here through /proc (zero-copy
+// reads, and writes into its landings). Populated now: later transfers use the pages again.
+// nullptr on failure, `why` saying what failed.
+char* map_peer_file(int pid, uint64_t fd, uint64_t length, bool writable, std::string& why) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+  const int f = ::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+  struct stat st {};
+  const bool ok = f >= 0 && fstat(f, &st) == 0 && static_cast<uint64_t>(st.st_size) >= length;
+  void* p = ok ? mmap(nullptr, length, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED | MAP_POPULATE, f, 0)
+               : MAP_FAILED;
+  const int err = errno;
+  if (f >= 0) ::close(f);
+  if (p != MAP_FAILED) return static_cast<char*>(p);
+  why = path + ", " + std::to_string(length) + " bytes: " + (f >= 0 && !ok ? "it is smaller" : std::strerror(err));
+  return nullptr;
+}
 }  // namespace
 
 std::shared_ptr<ShmSegment> ShmSegment::create(const std::string& name, int nrings, size_t ring_bytes) {
@@ -192,9 +213,6 @@ void ShmLink::abandon() { in_->landings_closed.store(1, std::memory_order_releas
 
 ShmLink::~ShmLink() {
   abandon();
-  auto unmap = [](const PeerMappings::Mapping& m) {
-    if (m.ptr) munmap(m.ptr, m.length);
-  };
   held_.clear(unmap);
   landings_.clear(unmap);
 }
@@ -234,7 +252,7 @@ void ShmLink::post_recv(void* buf, size_t bytes, const Reduction& reduce) {
     t.forward = sends_.push_back(slot);
   }
   recvs_.push_back(t);
-  if (push_) offer_landings();
+  if (recvs_.size() <= ShmRing::kLandings) offer_landing(recvs_.at(recvs_.front_index() + recvs_.size() - 1));
 }
 
 // Push (STRATA_SHM_ZEROCOPY_PUSH): the two-rank forward's receiver would otherwise read the
@@ -242,15 +260,7 @@ void ShmLink::post_recv(void* buf, size_t bytes, const Reduction& reduce) {
 // of 1; out of place that two-shot ran 0.67-0.89x memcpy where in place ran 0.85-1.09x.
 // The sender writes each reduced piece into both destinations while it is in cache:
 // 1.05-1.12x reading back (docs/benchmarks.md, "Zero-copy").
-void ShmLink::offer_landings() {
-  for (size_t k = 0; k < std::min(recvs_.size(), ShmRing::kLandings); ++k) {
-    Transfer& t = recvs_.at(recvs_.front_index() + k);
-    if (!t.offered) offer_landing(t);
-  }
-}
-
 void ShmLink::offer_landing(Transfer& t) {
-  t.offered = true;
   if (!push_ || !t.headed || t.reduce) return;
   t.region = device::shareable_host_region(t.buf, t.len);
   if (!t.region) return;
@@ -277,19 +287,11 @@ void ShmLink::take_landing(Transfer& f) {
   if (id == 0 || bytes != f.len || offset > length || bytes > length - offset) return;
   // Forwards run one at a time, as receives do: an evicted mapping's writer is over.
   const uint64_t seq = pushes_taken_++;
-  landings_.release(seq, [](const PeerMappings::Mapping& m) {
-    if (m.ptr) munmap(m.ptr, m.length);
-  });
+  landings_.release(seq, unmap);
   bool held = false;
-  const PeerMappings::Mapping& m = landings_.use(id, length, seq, held, [&]() -> char* {
-    const std::string path = "/proc/" + std::to_string(peer_pid_) + "/fd/" + std::to_string(fd);
-    const int f = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-    struct stat st {};
-    const bool ok = f >= 0 && fstat(f, &st) == 0 && static_cast<uint64_t>(st.st_size) >= length;
-    void* p = ok ? mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, f, 0) : MAP_FAILED;
-    if (f >= 0) ::close(f);
-    return p == MAP_FAILED ? nullptr : static_cast<char*>(p);
-  });
+  std::string why;
+  const PeerMappings::Mapping& m =
+      landings_.use(id, length, seq, held, [&] { return map_peer_file(peer_pid_, fd, length, true, why); });
   if (!m.ptr) {  // the peer reads the forward from our memory instead, now and from now on
     push_ = false;
     return;
@@ -348,21 +350,13 @@ const char* ShmLink::peer_bytes(const ZeroCopyHeader& h, size_t len) {
                                 " of an allocation of " + std::to_string(h.length));
   // Receives run one at a time: an evicted mapping's reader is over.
   const uint64_t seq = mapped_recvs_++;
-  held_.release(seq, [](const PeerMappings::Mapping& m) { munmap(m.ptr, m.length); });
+  held_.release(seq, unmap);
   bool held = false;
   const PeerMappings::Mapping& m = held_.use(h.id, h.length, seq, held, [&] {
-    const std::string path = "/proc/" + std::to_string(peer_pid_) + "/fd/" + std::to_string(h.fd);
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    struct stat st {};
-    const bool ok = fd >= 0 && fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) >= h.length;
-    // Populated now: the pages are read again by every later transfer from this allocation.
-    void* p = ok ? mmap(nullptr, h.length, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0) : MAP_FAILED;
-    const int err = errno;
-    if (fd >= 0) ::close(fd);
-    if (p == MAP_FAILED)
-      throw PeerError(peer(), who() + " is unreachable: mapping its buffer (" + path + ", " + std::to_string(h.length) +
-                                  " bytes) failed: " + (fd >= 0 && !ok ? "it is smaller" : std::strerror(err)));
-    return static_cast<char*>(p);
+    std::string why;
+    char* p = map_peer_file(peer_pid_, h.fd, h.length, false, why);
+    if (!p) throw PeerError(peer(), who() + " is unreachable: mapping its buffer (" + why + ") failed");
+    return p;
   });
   return m.ptr + h.offset;
 }
@@ -655,7 +649,9 @@ bool ShmLink::recv_some() {
       if (t.done < t.len) break;
     }
     recvs_.pop_front();
-    if (push_) offer_landings();
+    // The receive that has just become the kLandings-th oldest (each is offered once: when
+    // posted, or when it reaches that place).
+    if (recvs_.size() >= ShmRing::kLandings) offer_landing(recvs_.at(recvs_.front_index() + ShmRing::kLandings - 1));
   }
   return moved;
 }

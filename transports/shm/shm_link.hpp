@@ -182,7 +182,6 @@ class ShmLink final : public Link {
     uint64_t number = 0;     // its place among this link's sends or receives (landings match them)
     char* push_to = nullptr;  // forward: the peer's landing, mapped here, written as reduced
     bool pushed = false;      // receive: the peer writes the bytes into our landing
-    bool offered = false;     // receive: offer_landing has seen it
     static constexpr size_t kNoForward = ~size_t(0);
     size_t forward = kNoForward;  // the index of that send in sends_
   };
@@ -225,7 +224,6 @@ class ShmLink final : public Link {
   // A receive into shareable memory offers the peer its destination (ShmLanding), once it
   // is among the kLandings oldest not done: a plan posts all its receives at once, and
   // those further back would overwrite the slots of those the peer is about to send.
-  void offer_landings();
   void offer_landing(Transfer& t);
   // A forward about to be reduced takes the peer's landing for it, if offered (push_to).
   void take_landing(Transfer& f);
