@@ -72,6 +72,16 @@ struct Plan {
   }
 };
 
+// The ranks a plan's transfers address, ascending: whom it needs links to.
+inline std::vector<int> plan_peers(const Plan& plan) {
+  std::vector<int> peers;
+  for (const Step& s : plan.steps)
+    if (s.peer >= 0) peers.push_back(s.peer);
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  return peers;
+}
+
 // What an executor keeps per plan between calls (the engine: its store choice, learnt over
 // the plan's calls). Whoever caches plans holds one beside each plan without knowing what
 // it is.

@@ -73,6 +73,7 @@ struct Config {
   std::string algo;       // STRATA_ALGO: "" (the tuner) or an algorithm's name
   int tcp_nsocks;         // STRATA_TCP_NSOCKS
   size_t shm_ring_bytes;  // STRATA_SHM_RING_BYTES
+  size_t shm_rank_bytes;  // STRATA_SHM_RANK_BYTES
   size_t chunk_bytes;     // STRATA_CHUNK_BYTES (default: the tuner's choice, 512 KiB otherwise)
   bool chunk_bytes_set;   // STRATA_CHUNK_BYTES overrides the tuner's chunk
   size_t staging_bytes;   // STRATA_TCP_STAGING_BYTES

@@ -229,7 +229,8 @@ static std::string hello_wait_text() {
   return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(Acceptor::kHelloWait).count()) + " s";
 }
 
-Acceptor::Acceptor(int listen_fd, const uint8_t secret[16], uint64_t comm_tag) : listen_fd_(listen_fd), tag_(comm_tag) {
+Acceptor::Acceptor(int listen_fd, const uint8_t secret[16], uint64_t comm_tag, size_t max_pending)
+    : listen_fd_(listen_fd), tag_(comm_tag), max_pending_(std::max<size_t>(max_pending, 1)) {
   std::memcpy(secret_, secret, sizeof secret_);
   set_nonblocking(listen_fd_);
 }
@@ -241,7 +242,7 @@ void Acceptor::refuse(Pending& p, const std::string& why, size_t& count) {
 }
 
 void Acceptor::accept_waiting() {
-  for (;;) {
+  while (pending_.size() < max_pending_) {  // the rest wait in the kernel's backlog
     Pending p;
     p.from.len = sizeof p.from.ss;
     p.fd = Fd(::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&p.from.ss), &p.from.len, SOCK_CLOEXEC | SOCK_NONBLOCK));
@@ -252,63 +253,69 @@ void Acceptor::accept_waiting() {
     }
     set_nodelay(p.fd.get());
     p.hello_by = Clock::now() + kHelloWait;
-    if (pending_.size() >= kMaxPending) {  // the oldest has had the longest to speak
-      refuse(pending_.front(), "too many connections waiting to say hello at once", crowded_);
-      pending_.erase(pending_.begin());
-    }
     pending_.push_back(std::move(p));
   }
 }
 
-std::pair<Fd, Hello> Acceptor::next(Deadline deadline, const std::string& waiting_for) {
+Deadline Acceptor::expire(Clock::time_point now, Deadline wake) {
+  for (Pending& p : pending_) {
+    if (now >= p.hello_by) refuse(p, "no hello within " + hello_wait_text(), silent_);
+    else wake = std::min(wake, p.hello_by);
+  }
+  std::erase_if(pending_, [](const Pending& p) { return !p.fd.valid(); });
+  return wake;
+}
+
+void Acceptor::read_hello(size_t i, Accepted& ready) {
+  Pending& p = pending_[i];
+  ssize_t r = ::recv(p.fd.get(), reinterpret_cast<char*>(&p.hello) + p.got, sizeof p.hello - p.got, MSG_DONTWAIT);
+  if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+  if (r <= 0) return refuse(p, "closed before its hello", closed_);
+  p.got += static_cast<size_t>(r);
+  if (p.got < sizeof p.hello) return;
+  Hello h;
+  switch (check_hello(&p.hello, p.got, secret_, tag_, &h)) {
+    case HelloVerdict::ok: ready = {std::move(p.fd), h}; break;
+    case HelloVerdict::other_communicator: refuse(p, "it is for another communicator", other_comm_); break;
+    default: refuse(p, "it did not present this job's secret", no_secret_); break;
+  }
+}
+
+void Acceptor::wait_fds(std::vector<pollfd>& out) const {
+  if (pending_.size() < max_pending_) out.push_back({listen_fd_, POLLIN, 0});
+  for (const Pending& p : pending_) out.push_back({p.fd.get(), POLLIN, 0});
+}
+
+Accepted Acceptor::poll_once() {
+  Accepted ready{};
+  expire(Clock::now(), Clock::now());
+  accept_waiting();
+  for (size_t i = 0; i < pending_.size() && !ready.first.valid(); ++i)
+    if (pending_[i].fd.valid()) read_hello(i, ready);
+  std::erase_if(pending_, [](const Pending& p) { return !p.fd.valid(); });
+  return ready;
+}
+
+Accepted Acceptor::next(Deadline deadline, const std::string& waiting_for) {
   std::vector<pollfd> fds;
   for (;;) {
+    if (auto got = poll_once(); got.first.valid()) return got;
     const auto now = Clock::now();
-    Deadline wake = deadline;
-    for (Pending& p : pending_) {
-      if (now >= p.hello_by) refuse(p, "no hello within " + hello_wait_text(), silent_);
-      else wake = std::min(wake, p.hello_by);
-    }
-    std::erase_if(pending_, [](const Pending& p) { return !p.fd.valid(); });
+    const Deadline wake = expire(now, deadline);
     if (now >= deadline) {
       std::string refused = refusals();
       throw TimeoutError(-1, "timed out (STRATA_TIMEOUT) waiting for " + waiting_for +
                                  (refused.empty() ? "" : "; meanwhile " + refused));
     }
-    fds.assign(1, pollfd{listen_fd_, POLLIN, 0});
-    for (const Pending& p : pending_) fds.push_back({p.fd.get(), POLLIN, 0});
+    fds.clear();
+    wait_fds(fds);
     int rc = ::poll(fds.data(), fds.size(), ms_left(wake));
     if (rc < 0 && errno != EINTR) throw SystemError(errstr("poll"));
-    if (rc <= 0) continue;
-    // The connections first: accepting may drop the oldest, which moves the others.
-    for (size_t i = 1; i < fds.size(); ++i) {
-      if (!fds[i].revents) continue;
-      Pending& p = pending_[i - 1];
-      ssize_t r = ::recv(p.fd.get(), reinterpret_cast<char*>(&p.hello) + p.got, sizeof p.hello - p.got, MSG_DONTWAIT);
-      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
-      if (r <= 0) {
-        refuse(p, "closed before its hello", closed_);
-        continue;
-      }
-      p.got += static_cast<size_t>(r);
-      if (p.got < sizeof p.hello) continue;
-      Hello h;
-      switch (check_hello(&p.hello, p.got, secret_, tag_, &h)) {
-        case HelloVerdict::ok: {
-          Fd fd = std::move(p.fd);
-          std::erase_if(pending_, [](const Pending& q) { return !q.fd.valid(); });
-          return {std::move(fd), h};
-        }
-        case HelloVerdict::other_communicator: refuse(p, "it is for another communicator", other_comm_); break;
-        default: refuse(p, "it did not present this job's secret", no_secret_); break;
-      }
-    }
-    if (fds[0].revents) accept_waiting();
   }
 }
 
 std::string Acceptor::refusals() const {
-  const size_t total = silent_ + no_secret_ + other_comm_ + closed_ + crowded_;
+  const size_t total = silent_ + no_secret_ + other_comm_ + closed_;
   if (total == 0) return "";
   std::string s = std::to_string(total) + " connection" + (total == 1 ? "" : "s") + " refused:";
   auto add = [&](size_t n, const char* what) {
@@ -318,7 +325,6 @@ std::string Acceptor::refusals() const {
   add(no_secret_, "did not present the job's secret");
   add(other_comm_, "were for another communicator");
   add(closed_, "closed before their hello");
-  add(crowded_, "dropped while too many waited at once");
   return s;
 }
 

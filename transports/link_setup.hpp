@@ -20,37 +20,41 @@ struct SetupContext {
   int rank = 0, nranks = 0;
   const Config* cfg = nullptr;
   MemoryKind memory = MemoryKind::host;
-  std::vector<int> peers;              // the peers this transport serves, in rank order
+  std::vector<int> peers;              // the ranks this row may come to serve, in rank order
   std::vector<bool> same_host;         // by rank: has this rank's host identity
   std::vector<std::string> address;    // by rank: where it listens (for INFO lines)
   const uint8_t* secret = nullptr;     // the communicator's 16-byte secret and its tag: names
   uint64_t comm_tag = 0;               // unique to the communicator (shm's segments)
-  // By rank: the data sockets the mesh connected beside each control socket (tcp's).
+  // By rank: the data sockets the connector called or took beside the control socket
+  // (tcp's). They outlive the setup.
   std::vector<std::vector<net::Fd>>* sockets = nullptr;
-  // By rank: the links that carry host memory, made before any device row's (staging
-  // wraps them; they outlive the links made from this context).
+  // By rank: the links that carry host memory, made before any device row's link of the
+  // same pair (staging wraps them; they outlive the links made from this context).
   const std::vector<std::unique_ptr<Link>>* host_links = nullptr;
 };
 
-// One per communicator, memory kind and transport. The mesh calls, for the peers in the
-// context, in this order (every rank the same, so ranks never wait on each other in a
-// cycle):
-//   1. the transport's `create` (shm: creates this rank's segment);
-//   2. handshake transports only: local_info(peer) for every peer, each sent to its peer
-//      length-prefixed over the control socket (all sends first: they fit the socket
-//      buffers), then connect(peer, what the peer sent) for every peer; then a token each
-//      way ('C'), so nobody goes on (and could finish and tear down its side) before every
-//      peer has connected to it; then all_connected();
-//      other transports (tcp): connect(peer, {}) for every peer, nothing sent.
+// One per communicator, memory kind and transport, made when the first pair needs the
+// row. Pairs connect on need (core/connector.hpp), each on its own, in this order on both
+// ends of the pair:
+//   1. handshake rows: local_info(peer) is sent to the peer over the control socket, and
+//      connect(peer, what the peer sent) makes the link; other rows (tcp): connect(peer, {})
+//      once the pair's data sockets are there;
+//   2. the pair then sends a token carrying connected_note(peer), and the link is used once
+//      the peer's token has arrived (peer_connected(peer, its note)): neither end sends
+//      data, or tears its side down, before the other has made its link.
+// connect() may return null, meaning "not yet": it is called again (ipc waits for the
+// lower rank's socket this way). A pair never waits on another pair's setup.
 class LinkSetup {
  public:
   virtual ~LinkSetup() = default;
   // The bytes to send `peer` (a worker address, queue-pair numbers, a ring's index).
   virtual std::vector<char> local_info(int peer) { return {}; }
-  // The link to `peer` from what it sent (checked; SystemError if malformed).
+  // The link to `peer` from what it sent (checked; SystemError if malformed), or null: not
+  // yet, call again.
   virtual std::unique_ptr<Link> connect(int peer, const std::vector<char>& remote) = 0;
-  // Every peer has connected its links to this rank (shm: the segment's name can go).
-  virtual void all_connected() {}
+  // A byte this end tells `peer` once its link is made, and what the peer's said.
+  virtual uint8_t connected_note(int peer) { return 0; }
+  virtual void peer_connected(int peer, uint8_t note) {}
   // The link to `peer` for the INFO line, e.g. "chunk 1048576 B".
   virtual std::string describe(int peer) const = 0;
 };

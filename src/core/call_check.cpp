@@ -152,7 +152,9 @@ void CommState::check_collective(const Call& call) {
   if (nranks > 1) {
     if (!check_plan) {
       CollArgs a{Collective::all_gather, sizeof(CallCheck), 1, 0, rank, nranks, false, sizeof(CallCheck), &hier, false};
-      check_plan = std::make_unique<Plan>(build_plan(Algo::direct, a));  // one message to and from every peer
+      // One message to and from every peer while that is a few connections; beyond, Bruck's
+      // log2(n) rounds, so checking does not connect every pair of a large communicator.
+      check_plan = std::make_unique<Plan>(build_plan(nranks <= 8 ? Algo::direct : Algo::recursive_doubling, a));
     }
     Call exchange;
     exchange.coll = Collective::all_gather;

@@ -60,7 +60,8 @@ Request CommState::start(Call call, bool blocking) {
   if (call.memory == MemoryKind::device) {
     Call run = call;
     if (run.coll == Collective::barrier) run.memory = MemoryKind::host;  // no data: its messages take the host links
-    return on_streams({call.stream}, [this, run] { execute(run); }, blocking);
+    return on_streams({call.stream}, run.memory == MemoryKind::device ? device_peers(run) : std::vector<int>{},
+                      [this, run] { execute(run); }, blocking);
   }
   auto fn = [this, call] { execute(call); };
   if (!blocking) return queue.submit(fn);
@@ -91,7 +92,7 @@ void CommState::execute(const Call& call) {
   if (cfg.check) check_collective(call);
   if (call.count == 0) return;
   // Two ranks share one link, the same transport on both sides: they agree on `forward`.
-  const bool forward = nranks == 2 && !has_finalize(call.op) && engine->links_forward(call.memory);
+  const bool forward = nranks == 2 && !has_finalize(call.op) && engine->forwards(1 - rank, call.memory);
   CachedPlan& cached = plans.get(PlanCache::key_of(call, forward), [&] { return build_plan_for(call, forward); });
   const size_t need = cached.plan.scratch_count * size_of(call.type);
   engine->execute(cached.plan, call, scratch.get(call.memory, need), cached.slot);
@@ -119,7 +120,7 @@ Plan CommState::build_plan_for(const Call& call, bool forward) const {
 
 Request CommState::run_group(std::vector<P2POp> ops, bool blocking, MemoryKind memory, std::vector<void*> streams,
                              Fault own, std::string own_what) {
-  auto fn = [this, ops = std::move(ops), own, own_what, memory] {
+  auto fn = [this, ops, own, own_what, memory] {
     log::set_thread_rank(rank);
     std::string disagreement;
     std::vector<P2POp> checked;
@@ -149,7 +150,12 @@ Request CommState::run_group(std::vector<P2POp> ops, bool blocking, MemoryKind m
     if (own != Fault::none) throw_fault(own, own_what + " (" + disagreement + ")");
     if (!disagreement.empty()) throw_fault(Fault::mismatch, disagreement);
   };
-  if (memory == MemoryKind::device) return on_streams(streams, fn, blocking);
+  if (memory == MemoryKind::device) {
+    std::vector<int> peers;
+    for (const P2POp& p : ops)
+      if (p.peer != rank) peers.push_back(p.peer);
+    return on_streams(streams, std::move(peers), fn, blocking);
+  }
   if (!blocking) return queue.submit(fn);
   queue.run_now(fn);
   return {};
@@ -157,15 +163,40 @@ Request CommState::run_group(std::vector<P2POp> ops, bool blocking, MemoryKind m
 
 // ---- device calls: ordered with the users' streams ----
 
-Request CommState::on_streams(const std::vector<void*>& streams, std::function<void()> fn, bool wait) {
+// The ranks a device collective's plan addresses, for connecting them on the caller's
+// thread: the plan the worker will build (two ranks: the other one, forwarding or not),
+// built here once per call shape.
+std::vector<int> CommState::device_peers(const Call& call) {
+  if (nranks == 1) return {};
+  if (nranks == 2) return {1 - rank};
+  std::lock_guard lk(issue_m);
+  auto [it, fresh] = device_peers_of.try_emplace(PlanCache::key_of(call, false));
+  if (fresh) it->second = plan_peers(build_plan_for(call, false));
+  return it->second;
+}
+
+Request CommState::on_streams(const std::vector<void*>& streams, std::vector<int> peers, std::function<void()> fn,
+                              bool wait) {
   Request r;
   {
     std::lock_guard lk(issue_m);
     if (!order) order = std::make_unique<StreamOrder>(device::require_backend("a call on device memory"), rank);
     // Before the stream is held: what the worker would create on its first device call (a
-    // GPU driver call that creates can wait on the user's thread, blocked on that stream).
-    // The worker has run no device call yet, so it touches none of this meanwhile.
-    if (engine) engine->prepare(MemoryKind::device);
+    // GPU driver call that creates can wait on the user's thread, blocked on that stream):
+    // the executor, and the device links to the peers of the call, made here once nothing
+    // else runs (the worker makes no device link: Connector::allow_device).
+    if (engine) {
+      engine->prepare(MemoryKind::device);
+      if (!engine->connected(peers, MemoryKind::device))
+        queue.run_here([&] {
+          engine->connector().allow_device(true);
+          struct Disallow {
+            Connector& c;
+            ~Disallow() { c.allow_device(false); }
+          } disallow{engine->connector()};
+          engine->connect(peers, MemoryKind::device);
+        });
+    }
     StreamOrder::Ticket t = order->issue(streams);
     const std::exception_ptr refused = t.error;
     r = queue.submit([this, t = std::move(t), fn = std::move(fn)] { run_ordered(t, fn); });
@@ -250,8 +281,20 @@ void Comm::abort() { checked().abort_now(); }
 
 std::string describe_hierarchy(const Comm& c) { return CommState::of(c).hier.describe(); }
 
-std::string describe_links(const Comm& c) {
+Connections connections(const Comm& c) {
   const CommState& s = CommState::of(c);
+  Connections out;
+  out.control = static_cast<int>(s.engine->connector().connected_peers());
+  for (const auto& l : s.engine->connector().links(MemoryKind::host))
+    if (l) ++out.host_links[l->name()];
+  return out;
+}
+
+std::string describe_links(Comm& c) {
+  CommState& s = const_cast<CommState&>(CommState::of(c));  // tools hold no CommState of their own
+  std::vector<int> everyone;
+  for (int j = 0; j < s.nranks; ++j) everyone.push_back(j);
+  s.queue.run_now([&] { s.engine->connect(everyone, MemoryKind::host); });
   std::string out = std::string("host ") + s.table[s.rank].host + ";";
   for (int j = 0; j < s.nranks; ++j)
     if (j != s.rank) out += " " + std::to_string(j) + ":" + s.engine->link_name(j);

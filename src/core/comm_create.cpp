@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "algorithms/connections.hpp"
 #include "core/bootstrap/id_exchange.hpp"
 #include "core/bootstrap/launch_env.hpp"
 #include "core/comm_state.hpp"
 #include "core/placement.hpp"
 #include "transports/ibverbs/ib_hca.hpp"
 #include "transports/staging/staging_link.hpp"
+#include "transports/transport_table.hpp"
 #include "ground/fnv1a.hpp"
 #include "ground/log.hpp"
 #include "ground/ranks_text.hpp"
@@ -71,6 +73,20 @@ void check_settings_agree(const std::vector<bootstrap::RankInfo>& table) {
   if (!odd.empty())
     throw InvalidArgument("STRATA_CHECK differs between ranks: rank 0 has " + std::to_string(first.check) + ", " +
                           ranks_text(odd) + " the other value; set the same on every rank");
+  // A transport every rank must force alike: compared here, where every rank has the
+  // table, so every rank refuses at creation (pairs connect on need, and would find the
+  // difference one pair at a time).
+  odd = ranks_where([&](const bootstrap::RankInfo& i) { return i.transport != first.transport; });
+  if (!odd.empty()) {
+    auto named = [](int32_t id) -> std::string {
+      for (const TransportRow& row : transport_table())
+        if (row.id == id) return row.name;
+      return "auto";
+    };
+    throw InvalidArgument("STRATA_TRANSPORT is " + named(first.transport) + " on rank 0 but " +
+                          named(table[static_cast<size_t>(odd.front())].transport) + " on " + ranks_text(odd) +
+                          "; set the same value on every rank");
+  }
   odd = ranks_where([&](const bootstrap::RankInfo& i) { return i.plan_settings != first.plan_settings; });
   if (!odd.empty())
     throw InvalidArgument("the settings that shape plans (STRATA_ALGO, STRATA_CHUNK_BYTES, STRATA_HIERARCHY, "
@@ -111,6 +127,8 @@ bootstrap::RankInfo my_info(const Config& cfg, const net::Fd& listener, int emul
   info.tcp_nsocks = cfg.tcp_nsocks;
   info.force_tcp = cfg.transport == "tcp";
   info.check = cfg.check;
+  if (const TransportRow* forced = row_named(cfg.transport); forced && forced->forcing == Forcing::every_rank)
+    info.transport = forced->id;
   info.plan_settings = plan_settings_hash(cfg);
   std::snprintf(info.machine, sizeof info.machine, "%s", bootstrap::machine_identity().c_str());
   cpu_set_t set;
@@ -121,8 +139,9 @@ bootstrap::RankInfo my_info(const Config& cfg, const net::Fd& listener, int emul
   return info;
 }
 
-Comm CommState::create(int rank, int nranks, const std::vector<bootstrap::RankInfo>& table, const net::Fd& listener,
-                       const bootstrap::Secret& secret, uint64_t tag, const Config& cfg, Hierarchy hier) {
+std::shared_ptr<CommState> CommState::make(int rank, int nranks, const std::vector<bootstrap::RankInfo>& table,
+                                           net::Incoming in, const bootstrap::Secret& secret,
+                                           uint64_t tag, const Config& cfg, Hierarchy hier) {
   check_settings_agree(table);
   auto s = std::make_shared<CommState>();
   s->hier = std::move(hier);
@@ -137,8 +156,20 @@ Comm CommState::create(int rank, int nranks, const std::vector<bootstrap::RankIn
   s->table = table;
   s->sent_to.assign(static_cast<size_t>(nranks), 0);
   s->received_from.assign(static_cast<size_t>(nranks), 0);
-  Mesh mesh = connect_mesh(rank, table, listener, secret, tag, cfg, net::deadline_after(cfg.timeout_s));
-  s->engine = std::make_unique<Engine>(rank, nranks, std::move(mesh), cfg, s->hier.oversubscribed);
+  s->engine = std::make_unique<Engine>(rank, s->table, std::move(in), secret, tag, s->cfg,
+                                       s->hier.oversubscribed);
+  return s;
+}
+
+void CommState::connect_overlay() {
+  if (nranks == 1) return;
+  engine->connect_control(overlay_peers(rank, nranks));
+}
+
+Comm CommState::create(int rank, int nranks, const std::vector<bootstrap::RankInfo>& table, net::Incoming in,
+                       const bootstrap::Secret& secret, uint64_t tag, const Config& cfg, Hierarchy hier) {
+  auto s = make(rank, nranks, table, std::move(in), secret, tag, cfg, std::move(hier));
+  s->connect_overlay();
   return Comm(s);
 }
 
@@ -171,10 +202,11 @@ static Comm init(int nranks, int rank, const net::SockAddr& root, const bootstra
     cfg.timeout_from = "CommOptions::timeout_s";
   }
   auto spec = parse_hierarchy_spec(settings::text("STRATA_HIERARCHY"));
-  net::Fd listener = listen_like(root);
-  auto table = bootstrap::join(root, secret, rank, nranks, my_info(cfg, listener, emulated_node(spec, rank)),
-                               net::deadline_after(cfg.timeout_s));
-  Comm c = CommState::create(rank, nranks, table, listener, secret, 1, cfg, hierarchy_of(table, spec));
+  net::Incoming in(listen_like(root));
+  const std::vector<bootstrap::RankInfo> table = bootstrap::join(
+      root, secret, rank, nranks, my_info(cfg, in.listener, emulated_node(spec, rank)), in, net::deadline_after(cfg.timeout_s));
+  Comm c = CommState::create(rank, nranks, table, std::move(in), secret, bootstrap::kWorldTag, cfg,
+                             hierarchy_of(table, spec));
   // A job's communicators, not split or shrunk ones: their ranks' places would collide.
   move_to_cpu(own_cpu(rank, rank_cpus(table)));
   STRATA_INFO("communicator ready: rank %d of %d, host %s, timeout %g s (%s)", rank, nranks, table[rank].host,
@@ -307,7 +339,7 @@ Comm Comm::split(int color, int key) {
   STRATA_INFO("split: color %d key %d -> rank %d of %zu", color, key, new_rank, table.size());
   // Nodes come from host identities (emulated nodes included); STRATA_HIERARCHY's upper
   // levels describe the world's ranks, not a subset's.
-  return CommState::create(new_rank, static_cast<int>(table.size()), table, listener, s.secret, tag, s.cfg,
+  return CommState::create(new_rank, static_cast<int>(table.size()), table, net::Incoming(std::move(listener)), s.secret, tag, s.cfg,
                            hierarchy_of(table, {}));
 }
 

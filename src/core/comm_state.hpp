@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -57,6 +58,7 @@ struct CommState {
   // destroyed after the queue has stopped, releasing every stream still held.
   std::unique_ptr<StreamOrder> order;
   std::mutex issue_m;  // device calls take their numbers in the order the worker runs them
+  std::map<PlanCache::Key, std::vector<int>> device_peers_of;  // under issue_m: device_peers' answers
   std::unique_ptr<Engine> engine;
   Scratch scratch;  // what plans address as Buf::scratch, by memory kind
   PlanCache plans;
@@ -93,8 +95,16 @@ struct CommState {
   }
 
   static const CommState& of(const Comm& c) { return c.checked(); }
-  // The communicator over `table`'s ranks, connected (core/comm_create.cpp).
-  static Comm create(int rank, int nranks, const std::vector<bootstrap::RankInfo>& table, const net::Fd& listener,
+  // The communicator over `table`'s ranks (core/comm_create.cpp): made, its listener
+  // taking connections (with those it took before), nothing connected yet.
+  static std::shared_ptr<CommState> make(int rank, int nranks, const std::vector<bootstrap::RankInfo>& table,
+                                         net::Incoming in, const bootstrap::Secret& secret,
+                                         uint64_t tag, const Config& cfg, Hierarchy hier);
+  // Connects the failure overlay (algorithms/connections.hpp): the control connections
+  // every rank holds from the start, so a failure reaches every rank.
+  void connect_overlay();
+  // make, then connect_overlay.
+  static Comm create(int rank, int nranks, const std::vector<bootstrap::RankInfo>& table, net::Incoming in,
                      const bootstrap::Secret& secret, uint64_t tag, const Config& cfg, Hierarchy hier);
   // After a failure: the survivors agree on who is alive and connect anew (core/shrink.cpp).
   Comm shrink();
@@ -128,10 +138,11 @@ struct CommState {
   void execute(const Call& call);
   // A device operation: ordered after the work on `streams` and before the work queued on
   // them later (core/stream_order.hpp), run by the worker; `wait`: returns once it is over.
-  Request on_streams(const std::vector<void*>& streams, std::function<void()> fn, bool wait);
+  Request on_streams(const std::vector<void*>& streams, std::vector<int> peers, std::function<void()> fn, bool wait);
+  std::vector<int> device_peers(const Call& call);
   void run_ordered(const StreamOrder::Ticket& t, const std::function<void()>& fn);
   void keep_async_error(std::exception_ptr e);
-  Comm connect_decided(class ShrinkAgreement& a, const net::Fd& listener);
+  Comm connect_decided(class ShrinkAgreement& a, net::Fd listener);
   Plan build_plan_for(const Call& call, bool forward) const;
   // The refusal itself, on the thread that runs operations.
   [[noreturn]] void refuse_here(Fault fault, Collective coll, const std::string& what);

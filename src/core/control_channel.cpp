@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
+#include "ground/log.hpp"
 #include "ground/ranks_text.hpp"
 
 namespace strata {
@@ -20,6 +22,10 @@ constexpr uint8_t kUnsure = 2;   // a timeout, but every rank answered: the orig
 // rank waiting in a call answers within milliseconds (it reads its control sockets every
 // 2 ms of stall); one that is stopped, hung or not calling never does.
 constexpr auto kProbeWindow = std::chrono::milliseconds(500);
+// When the rank waited on answered that it waits too, it times out itself about now and
+// names whom it waits on: its verdict, relayed, names the stopped rank better than this
+// rank can (it has no connection to it), so this rank gives it this long to arrive.
+constexpr auto kChainWindow = std::chrono::milliseconds(2500);
 
 // Thrown, not returned: a relayed timeout is a TimeoutError, which a PeerError return value
 // would slice (a caller's catch of TimeoutError would miss it).
@@ -49,43 +55,170 @@ PeerError refused_error(const Notice& n) {
                    kind_of(f));
 }
 
+PeerError died(int j) {
+  return PeerError(j, "rank " + std::to_string(j) + " died or closed its connection without destroying the communicator");
+}
+
 }  // namespace
 
-ControlChannel::ControlChannel(int rank, int nranks, std::vector<net::Fd> control, const Config& cfg)
+ControlChannel::ControlChannel(int rank, int nranks, const Config& cfg)
     : rank_(rank),
       nranks_(nranks),
-      control_(std::move(control)),
+      peers_(static_cast<size_t>(nranks)),
       timeout_(cfg.timeout_s),
-      timeout_text_(std::to_string(cfg.timeout_s) + " s (" + cfg.timeout_from + ")"),
-      peer_left_(static_cast<size_t>(nranks)),
-      answered_(static_cast<size_t>(nranks)) {
-  for (auto& fd : control_)
-    if (fd.valid()) net::set_nonblocking(fd.get());
+      timeout_text_(std::to_string(cfg.timeout_s) + " s (" + cfg.timeout_from + ")") {}
+
+void ControlChannel::add(int peer, net::Fd fd) {
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  net::set_nonblocking(fd.get());
+  p.fd = std::move(fd);
+  for (const Notice& n : p.queued) (void)::send(p.fd.get(), &n, sizeof n, MSG_NOSIGNAL | MSG_DONTWAIT);
+  p.queued.clear();
+  p.queued.shrink_to_fit();
+}
+
+size_t ControlChannel::connections() const {
+  return static_cast<size_t>(std::count_if(peers_.begin(), peers_.end(), [](const Peer& p) { return p.fd.valid(); }));
+}
+
+void ControlChannel::send_frame(int peer, const Notice& n, const void* payload, size_t len) {
+  const Peer& p = peers_[static_cast<size_t>(peer)];
+  // Setup frames are small but may not fit a full socket buffer at once: a peer that
+  // stops reading for a whole STRATA_TIMEOUT is stuck.
+  const net::Deadline deadline = net::deadline_after(timeout_.count());
+  const std::string who = "rank " + std::to_string(peer);
+  try {
+    net::send_all(p.fd.get(), &n, sizeof n, deadline, who);
+    if (len) net::send_all(p.fd.get(), payload, len, deadline, who);
+  } catch (const TimeoutError&) {
+    throw TimeoutError(peer, "rank " + std::to_string(peer) + " took no connection setup from this rank for " +
+                                 timeout_text_ + ": it is stopped, hung, or not calling this communicator");
+  } catch (const SystemError& e) {
+    throw PeerError(peer, "rank " + std::to_string(peer) + " closed its connection during setup (" + e.what() + ")");
+  }
+}
+
+void ControlChannel::post(int peer, const Notice& n) {
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  if (p.fd.valid()) (void)::send(p.fd.get(), &n, sizeof n, MSG_NOSIGNAL | MSG_DONTWAIT);
+  else p.queued.push_back(n);
+}
+
+void ControlChannel::wait_fds(std::vector<pollfd>& out) const {
+  for (const Peer& p : peers_)
+    if (p.fd.valid() && !p.closed) out.push_back({p.fd.get(), POLLIN, 0});
+  if (sink_) sink_->wait_fds(out);
+}
+
+bool ControlChannel::fill(Peer& p) {
+  if (p.used == p.in.size()) p.in.clear(), p.used = 0;
+  for (;;) {
+    char buf[4096];
+    const ssize_t r = ::recv(p.fd.get(), buf, sizeof buf, MSG_DONTWAIT);
+    if (r > 0) {
+      p.in.insert(p.in.end(), buf, buf + r);
+      continue;
+    }
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    if (r < 0 && errno == EINTR) continue;
+    return false;  // closed (0), or an error such as a reset
+  }
+}
+
+bool ControlChannel::next_frame(Peer& p, Notice& n, const char*& payload) {
+  const size_t avail = p.in.size() - p.used;
+  if (avail < sizeof n) return false;
+  std::memcpy(&n, p.in.data() + p.used, sizeof n);
+  size_t len = 0;
+  if (n.kind == 'S') {
+    if (n.origin < 0 || n.origin > kMaxSetupPayload) {  // not one of ours: the stream is lost
+      p.used = p.in.size();
+      n.kind = 0;
+      return true;
+    }
+    len = static_cast<size_t>(n.origin);
+    if (avail < sizeof n + len) return false;
+  }
+  payload = p.in.data() + p.used + sizeof n;
+  p.used += sizeof n + len;
+  return true;
+}
+
+template <class Handle, class Closed>
+void ControlChannel::read_all(const Handle& handle, const Closed& closed, int wait_ms) {
+  std::vector<pollfd> fds;
+  std::vector<int> who;
+  for (int j = 0; j < nranks_; ++j) {
+    const Peer& p = peers_[static_cast<size_t>(j)];
+    if (!p.fd.valid() || p.closed) continue;
+    fds.push_back({p.fd.get(), POLLIN, 0});
+    who.push_back(j);
+  }
+  const size_t ours = fds.size();
+  // Bytes read earlier and not parsed yet (prefer_abort_notice reads without consuming)
+  // are handled now, whatever the sockets say.
+  bool buffered = false;
+  for (int j : who) buffered |= peers_[static_cast<size_t>(j)].used < peers_[static_cast<size_t>(j)].in.size();
+  if (sink_ && wait_ms > 0) sink_->wait_fds(fds);
+  const int ready = fds.empty() ? 0 : ::poll(fds.data(), fds.size(), buffered ? 0 : wait_ms);
+  if (ready <= 0 && !buffered) return;
+  for (size_t i = 0; i < ours; ++i) {
+    const int j = who[i];
+    Peer& p = peers_[static_cast<size_t>(j)];
+    if (!(ready > 0 && fds[i].revents) && p.used == p.in.size()) continue;
+    const bool open = !(ready > 0 && fds[i].revents) || fill(p);
+    Notice n{};
+    const char* payload = nullptr;
+    while (next_frame(p, n, payload)) handle(j, n, payload);
+    if (!open && !p.closed) {
+      p.closed = true;
+      closed(j);
+    }
+  }
+}
+
+void ControlChannel::answer_probe(int to) {
+  const Notice answer{'Q', 0, 0, kWaiting, waiting_on_};
+  (void)::send(peers_[static_cast<size_t>(to)].fd.get(), &answer, sizeof answer, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 void ControlChannel::on_stall(Watch& w, Clock::time_point now, Clock::time_point last_progress,
-                              const std::vector<Link*>& waiting) {
+                              const std::vector<int>& waited) {
   if (std::exception_ptr e = interrupted()) std::rethrow_exception(e);
+  waiting_on_ = waited.empty() ? -1 : waited.front();
+  // Closed or gone as of the last read: what was read with the closing or the goodbye (the
+  // peer's last frames, a token) has been handled and the wait rechecked since, so it is
+  // still waited on. A peer that said goodbye sends nothing more, but what it sent before
+  // may still be on its way (on another socket than the goodbye, or in a FIFO polled
+  // before the goodbye was read): a wait on it fails once nothing has moved for a short while.
+  for (int j : waited) {
+    if (peers_[static_cast<size_t>(j)].closed && !left(j)) {
+      relay_ = {};
+      throw died(j);
+    }
+    if (left(j) && now - last_progress > std::chrono::milliseconds(200)) throw departed(j);
+  }
   if (now - w.last_check > std::chrono::milliseconds(2)) {
     check_control();
+    if (sink_) sink_->service();
     w.last_check = now;
   }
-  // A peer that said goodbye sends nothing more, but what it sent before may still be on
-  // its way (on another socket than the goodbye, or in a FIFO polled before the goodbye
-  // was read): a receive from it fails once nothing has moved for a short while.
-  if (now - last_progress > std::chrono::milliseconds(200))
-    for (Link* l : waiting)
-      if (!l->idle() && left(l->peer())) throw departed(l->peer());
-  // Past the timeout, ask every peer whether it is alive before blaming one: the rank
+  // Past the timeout, ask the peers whether they are alive before blaming one: the rank
   // waited on may itself be waiting on the one that stopped.
-  if (now - last_progress > timeout_) {
-    if (w.probe_sent == Clock::time_point{}) {
-      w.probe_sent = now;
-      send_probe();
-    } else if (now - w.probe_sent > kProbeWindow || all_answered()) {
-      fail_stuck(now - w.probe_sent, waiting);
-    }
+  if (now - last_progress <= timeout_) return;
+  if (w.probe_sent == Clock::time_point{}) {
+    w.probe_sent = now;
+    send_probe();
+    return;
   }
+  const std::vector<int> silent = silent_peers(waited);
+  if (now - w.probe_sent <= kProbeWindow && !silent.empty()) return;
+  // Everyone answered. The rank waited on, if it waits in turn, is about to name whom.
+  const int on = waiting_on_;
+  if (silent.empty() && on >= 0 && peers_[static_cast<size_t>(on)].waits_on >= 0 &&
+      peers_[static_cast<size_t>(on)].waits_on != rank_ && now - w.probe_sent <= kChainWindow)
+    return;
+  fail_stuck(now - w.probe_sent, waited);
 }
 
 std::exception_ptr ControlChannel::interrupted() const {
@@ -114,42 +247,46 @@ void ControlChannel::fail_call(std::exception_ptr e) {
 }
 
 void ControlChannel::check_control() {
-  std::vector<pollfd> fds;
-  std::vector<int> peers;
-  for (int j = 0; j < nranks_; ++j) {
-    if (!control_[j].valid() || peer_left_[j]) continue;
-    fds.push_back({control_[j].get(), POLLIN, 0});
-    peers.push_back(j);
-  }
-  if (fds.empty() || ::poll(fds.data(), fds.size(), 0) <= 0) return;
-  for (size_t i = 0; i < fds.size(); ++i) {
-    if (!fds[i].revents) continue;
-    const int j = peers[i];
-    for (;;) {  // every notice waiting on this socket: probes may queue up behind others
-      Notice n{};
-      // Peeked first: a shrink's notices stay for this rank's own shrink to read.
-      ssize_t r = ::recv(fds[i].fd, &n, sizeof n, MSG_DONTWAIT | MSG_PEEK);
-      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
-      if (r == static_cast<ssize_t>(sizeof n) && is_shrink_notice(n.kind)) throw shrinking_error(n, j);
-      if (r > 0) r = ::recv(fds[i].fd, &n, sizeof n, MSG_DONTWAIT | MSG_WAITALL);
-      if (r != static_cast<ssize_t>(sizeof n)) {
+  auto handle = [&](int j, const Notice& n, const char* payload) {
+        Peer& p = peers_[static_cast<size_t>(j)];
+        if (p.left) return;  // nothing counts after a goodbye
+        if (deferring_ && n.kind != 'S' && n.kind != 'B' && n.kind != 'P' && n.kind != 'Q') {
+          deferred_.emplace_back(j, n);
+          return;
+        }
+        switch (n.kind) {
+          case 'S':
+            if (sink_) sink_->setup_frame(j, n, payload);
+            return;
+          case 'B': p.left = true; return;  // a transfer still waiting on it fails in the stall check
+          case 'P': answer_probe(j); return;
+          case 'Q':
+            p.answered = true;
+            p.waits_on = (n.flags & kWaiting) ? n.origin : -1;
+            return;
+          default: break;
+        }
+        if (is_shrink_notice(n.kind)) {
+          shrink_notices_.emplace_back(j, n);  // for this rank's own shrink to read
+          throw shrinking_error(n, j);
+        }
+        if (n.kind == 'A' || n.kind == 'R') throw_notice_error(n, j);
         relay_ = {};
-        throw PeerError(j, "rank " + std::to_string(j) + " died or closed its connection without destroying the communicator");
-      }
-      if (n.kind == 'B') {
-        peer_left_[j] = true;  // a transfer still waiting on it fails in wait_links
-        break;
-      }
-      if (n.kind == 'P') {
-        Notice answer{'Q', 0, 0, 0, rank_};
-        (void)::send(fds[i].fd, &answer, sizeof answer, MSG_NOSIGNAL | MSG_DONTWAIT);
-      } else if (n.kind == 'Q') {
-        answered_[j] = true;
-      } else {
-        throw_notice_error(n, j);
-      }
+        throw died(j);  // not a notice of ours: the stream is lost
+      };
+  if (!deferring_ && !deferred_.empty()) {
+    std::vector<std::pair<int, Notice>> kept;
+    kept.swap(deferred_);
+    for (const auto& [j, n] : kept)  // first: handling another may throw, and the shrink needs these
+      if (is_shrink_notice(n.kind)) shrink_notices_.emplace_back(j, n);
+    for (const auto& [j, n] : kept) {
+      if (!is_shrink_notice(n.kind)) handle(j, n, nullptr);
+      else throw shrinking_error(n, j);
     }
   }
+  // A closed connection fails a wait on that rank (on_stall): a rank that finished its
+  // part and then died fails no call that does not need it, and those that do fail.
+  read_all(handle, [](int) {}, 0);
 }
 
 PeerError ControlChannel::shrinking_error(const Notice& n, int from) {
@@ -174,44 +311,50 @@ void ControlChannel::throw_notice_error(const Notice& n, int from) {
 void ControlChannel::prefer_abort_notice(int culprit) {
   if (from_notice_) return;  // the error is a notice already: a goodbye behind it is its consequence
   for (int j = 0; j < nranks_; ++j) {
-    if (!control_[j].valid() || peer_left_[j]) continue;
-    Notice waiting[16]{};
-    ssize_t r = ::recv(control_[j].get(), waiting, sizeof waiting, MSG_DONTWAIT | MSG_PEEK);
-    for (ssize_t k = 0; r > 0 && k < r / static_cast<ssize_t>(sizeof(Notice)); ++k) {
-      const Notice& n = waiting[k];
+    Peer& p = peers_[static_cast<size_t>(j)];
+    if (!p.fd.valid() || p.left) continue;
+    (void)fill(p);
+    // Read, not consumed: a shrink's notices stay for the shrink.
+    for (size_t at = p.used; at + sizeof(Notice) <= p.in.size();) {
+      Notice n;
+      std::memcpy(&n, p.in.data() + at, sizeof n);
       if (n.kind == 'A' || n.kind == 'R') throw_notice_error(n, j);
       if (n.kind == 'J') throw shrinking_error(n, j);
       if (n.kind == 'B' && j == culprit) throw departed(j);
+      at += sizeof n + (n.kind == 'S' && n.origin > 0 ? static_cast<size_t>(n.origin) : 0);
     }
   }
 }
 
 void ControlChannel::send_probe() {
-  answered_.assign(static_cast<size_t>(nranks_), false);
   Notice probe{'P', 0, 0, 0, rank_};
-  for (int j = 0; j < nranks_; ++j)
-    if (control_[j].valid() && !peer_left_[j])
-      (void)::send(control_[j].get(), &probe, sizeof probe, MSG_NOSIGNAL | MSG_DONTWAIT);
+  for (Peer& p : peers_) {
+    p.answered = false;
+    p.waits_on = -1;
+    if (p.fd.valid() && !p.left) (void)::send(p.fd.get(), &probe, sizeof probe, MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
 }
 
-std::vector<int> ControlChannel::silent_peers() const {
+std::vector<int> ControlChannel::silent_peers(const std::vector<int>& waited) const {
   std::vector<int> silent;
-  for (int j = 0; j < nranks_; ++j)
-    if (j != rank_ && control_[j].valid() && !peer_left_[j] && !answered_[j]) silent.push_back(j);
+  for (int j = 0; j < nranks_; ++j) {
+    const Peer& p = peers_[static_cast<size_t>(j)];
+    const bool unreachable = !p.fd.valid() && std::find(waited.begin(), waited.end(), j) != waited.end();
+    if (j != rank_ && !p.left && (unreachable || (p.fd.valid() && !p.closed && !p.answered))) silent.push_back(j);
+  }
   return silent;
 }
 
-bool ControlChannel::all_answered() const { return silent_peers().empty(); }
-
-void ControlChannel::fail_stuck(Clock::duration probed, const std::vector<Link*>& waiting) {
-  int waited = -1;
-  for (Link* l : waiting)
-    if (!l->idle()) {
-      waited = l->peer();
-      break;
-    }
+void ControlChannel::fail_stuck(Clock::duration probed, const std::vector<int>& waited_on) {
+  const int waited = waited_on.empty() ? -1 : waited_on.front();
   const std::string& T = timeout_text_;
-  const std::vector<int> silent = silent_peers();
+  // A peer that died while this rank was not waiting on it: what the others wait on.
+  for (int j = 0; j < nranks_; ++j)
+    if (peers_[static_cast<size_t>(j)].closed && !left(j)) {
+      relay_ = {};
+      throw died(j);
+    }
+  const std::vector<int> silent = silent_peers(waited_on);
   if (silent.empty()) {
     relay_ = {'A', 0, 0, kUnsure, waited};
     throw TimeoutError(waited, "no progress from rank " + std::to_string(waited) + " for " + T +
@@ -223,9 +366,10 @@ void ControlChannel::fail_stuck(Clock::duration probed, const std::vector<Link*>
   const int culprit = std::find(silent.begin(), silent.end(), waited) != silent.end() ? waited : silent.front();
   relay_ = {'A', 0, 0, kStopped, culprit};
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(probed).count();
-  std::string msg = "rank " + std::to_string(culprit) + " made no progress for " + T + " and did not answer a " +
-                    "liveness probe within " + std::to_string(ms) + " ms: it is stopped (SIGSTOP, a debugger), hung, "
-                    "or not calling this communicator";
+  std::string msg = "rank " + std::to_string(culprit) + " made no progress for " + T;
+  msg += connected(culprit) ? " and did not answer a liveness probe within " + std::to_string(ms) + " ms"
+                            : " and never connected to this rank";
+  msg += ": it is stopped (SIGSTOP, a debugger), hung, or not calling this communicator";
   if (silent.size() > 1) msg += "; silent too: " + ranks_text(silent);
   if (waited != culprit && waited >= 0)
     msg += "; this rank waited on rank " + std::to_string(waited) + ", which answered (it waits too)";
@@ -239,7 +383,8 @@ void ControlChannel::fail(std::exception_ptr e, int culprit) {
     culprit_ = relay_.kind ? relay_.origin : culprit;
     culprit_stopped_ = relay_.kind == 'A' && (relay_.flags & kStopped);
   }
-  // Tell everyone, so ranks that were not talking to the culprit fail now, naming it.
+  // Tell everyone connected, so ranks that were not talking to the culprit fail now,
+  // naming it, and tell theirs.
   Notice n = relay_.kind ? relay_ : Notice{'A', 0, 0, 0, culprit};
   tell_everyone(n);
 }
@@ -252,8 +397,8 @@ void ControlChannel::refuse(Fault fault, Collective coll, const std::string& wha
 }
 
 void ControlChannel::tell_everyone(const Notice& n) {
-  for (int j = 0; j < nranks_; ++j)
-    if (control_[j].valid()) (void)::send(control_[j].get(), &n, sizeof n, MSG_NOSIGNAL | MSG_DONTWAIT);
+  for (const Peer& p : peers_)
+    if (p.fd.valid()) (void)::send(p.fd.get(), &n, sizeof n, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 PeerError ControlChannel::departed(int peer) const {
@@ -266,8 +411,32 @@ void ControlChannel::say_goodbye() { tell_everyone({'B', 0, 0, 0, rank_}); }
 void ControlChannel::abort() {
   aborted_.store(true);
   // shutdown, not close: the descriptors stay valid for a thread still inside progress().
-  for (auto& fd : control_)
-    if (fd.valid()) ::shutdown(fd.get(), SHUT_RDWR);
+  for (const Peer& p : peers_)
+    if (p.fd.valid()) ::shutdown(p.fd.get(), SHUT_RDWR);
+}
+
+void ControlChannel::read(Reader& r, int wait_ms) {
+  for (const auto& [from, n] : shrink_notices_) r.notice(from, n);
+  shrink_notices_.clear();
+  for (int j = 0; j < nranks_; ++j)  // closed while a call ran, which reported no one
+    if (peers_[static_cast<size_t>(j)].closed) r.closed(j);
+  read_all(
+      [&](int j, const Notice& n, const char* payload) {
+        Peer& p = peers_[static_cast<size_t>(j)];
+        if (p.closed) return;
+        if (n.kind == 'S') {
+          if (sink_) sink_->setup_frame(j, n, payload);
+        } else if (is_shrink_notice(n.kind)) {
+          r.notice(j, n);
+        } else if (n.kind == 'B') {  // it destroyed the parent: it takes no part
+          p.closed = true;
+          r.closed(j);
+        } else if (n.kind == 'P') {
+          answer_probe(j);  // this rank is alive, if not in a call
+        }
+      },
+      [&](int j) { r.closed(j); }, wait_ms);
+  if (sink_) sink_->service();
 }
 
 }  // namespace strata

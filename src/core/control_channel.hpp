@@ -1,15 +1,24 @@
-// The failure protocol over a communicator's control sockets (one per pair of ranks): it
-// turns every way a peer can fail into an error naming a rank — a closed connection, an
-// abort or refusal notice from another rank, a goodbye while data is still expected, no
-// progress within STRATA_TIMEOUT (then a liveness probe decides whom to blame) — and tells
-// the peers when this rank fails, refuses a call, leaves or aborts. The engine owns one and
-// calls it while a round's links stall (docs/architecture.md, "Engine").
+// The failure protocol over a communicator's control sockets (one per connected pair of
+// ranks: connections are made on need, core/connector.hpp): it turns every way a peer can
+// fail into an error naming a rank — a closed connection, an abort or refusal notice from
+// another rank, a goodbye while data is still expected, no progress within STRATA_TIMEOUT
+// (then a liveness probe decides whom to blame) — and tells the peers it is connected to
+// when this rank fails, refuses a call, leaves or aborts. A rank that fails on a notice
+// tells its own peers in turn, so a failure floods over the connections that exist and
+// reaches every rank of a call (the plan of a collective connects all its ranks). The
+// engine owns one and calls it while a call stalls (docs/architecture.md, "Engine").
+//
+// The sockets also carry the setup frames of a pair's connection ('S'), which go to the
+// connector (Sink), and the shrink's notices, which wait for Comm::shrink.
 #pragma once
+
+#include <poll.h>
 
 #include <atomic>
 #include <chrono>
 #include <exception>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/notice.hpp"
@@ -17,7 +26,6 @@
 #include "ground/settings.hpp"
 #include "ground/socket.hpp"
 #include "strata/error.hpp"
-#include "transports/transport.hpp"
 
 namespace strata {
 
@@ -25,38 +33,74 @@ class ControlChannel {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // What the channel tracks over the stalls of one wait for a round's links; zero at the
-  // start of the wait.
+  // What the control sockets carry besides the failure protocol, and who moves connections
+  // forward while a call stalls: the connector.
+  class Sink {
+   public:
+    virtual ~Sink() = default;
+    // A setup frame ('S') from `peer` with its payload (n.origin bytes). May throw.
+    virtual void setup_frame(int peer, const Notice& n, const char* payload) = 0;
+    // Accepts and moves forward connections without blocking. May throw.
+    virtual void service() = 0;
+    // What service() waits on (the listener), for sleeping in poll().
+    virtual void wait_fds(std::vector<pollfd>& out) const = 0;
+  };
+
+  // What the channel tracks over the stalls of one wait; zero at the start of the wait.
   struct Watch {
     Clock::time_point last_check;  // the control sockets were last read (zero: not in this wait)
     Clock::time_point probe_sent;  // this stall's liveness probe went out (zero: none yet)
-    // The links stall (nothing moved for a while) at `now`.
+    // The wait stalls (nothing moved for a while) at `now`.
     void stall_begins(Clock::time_point now) {
       probe_sent = Clock::time_point{};
       if (last_check == Clock::time_point{}) last_check = now;
     }
   };
 
-  // `control`: by peer rank, invalid for this rank; made non-blocking here.
-  ControlChannel(int rank, int nranks, std::vector<net::Fd> control, const Config& cfg);
+  ControlChannel(int rank, int nranks, const Config& cfg);
+  void set_sink(Sink* sink) { sink_ = sink; }
 
+  // ---- connections (the connector's) ----
+  // The control connection to `peer` is up: made non-blocking; notices posted meanwhile go out.
+  void add(int peer, net::Fd fd);
+  bool connected(int peer) const { return peers_[static_cast<size_t>(peer)].fd.valid(); }
+  // A frame and its payload to a connected peer; throws PeerError when the peer is gone.
+  void send_frame(int peer, const Notice& n, const void* payload = nullptr, size_t len = 0);
+  // A notice to `peer`, now if connected, else once it is (the shrink's agreement).
+  void post(int peer, const Notice& n);
+  // How many peers have a control connection.
+  size_t connections() const;
+
+  // ---- during a call ----
   // The first error of the engine, if it failed: every later call throws it.
   const std::exception_ptr& failed() const { return failed_; }
-  // While the links in `waiting` stall (nothing moved since `last_progress`): throws when
-  // the communicator was aborted or revoked, reads the control sockets every 2 ms, fails a
-  // receive from a rank that left, and past STRATA_TIMEOUT probes the peers and names the
-  // rank that stopped.
-  void on_stall(Watch& w, Clock::time_point now, Clock::time_point last_progress, const std::vector<Link*>& waiting);
+  // While a wait stalls on the ranks in `waited` (nothing moved since `last_progress`):
+  // throws when the communicator was aborted or revoked, reads the control sockets and
+  // lets the sink move connections every 2 ms, fails a wait on a rank that left, and past
+  // STRATA_TIMEOUT probes the peers and names the rank that stopped.
+  void on_stall(Watch& w, Clock::time_point now, Clock::time_point last_progress, const std::vector<int>& waited);
+  // While on, the notices of calls ('A', 'R', a shrink's) are kept for the first call to
+  // read instead of failing the wait that reads them: creation connects the failure overlay
+  // while peers that are done creating may already run calls, and fail them.
+  void defer_notices(bool on) { deferring_ = on; }
+  bool has_deferred() const { return !deferred_.empty(); }
+  // Reads the control sockets now (on_stall does every 2 ms) and lets the sink move.
+  void check_now() {
+    check_control();
+    if (sink_) sink_->service();
+  }
+  // What to sleep on while stalled: the control sockets and the sink's.
+  void wait_fds(std::vector<pollfd>& out) const;
   // `peer` said goodbye (destroyed its communicator).
-  bool left(int peer) const { return peer_left_[static_cast<size_t>(peer)]; }
+  bool left(int peer) const { return peers_[static_cast<size_t>(peer)].left; }
   // The error for a transfer a departed peer left unfinished.
   PeerError departed(int peer) const;
   // A running operation failed with `e`: records it (the engine stays failed), names the
   // culprit (an abort notice already waiting names it better than the link's peer), tells
-  // every peer, and rethrows the error that names it.
+  // every connected peer, and rethrows the error that names it.
   [[noreturn]] void fail_call(std::exception_ptr e);
 
-  // Tells every peer this rank is leaving on purpose (destroy), so they do not report it.
+  // Tells every connected peer this rank is leaving on purpose (destroy).
   void say_goodbye();
   // Callable from any thread: running and later operations fail, connections are shut
   // down so peers see this rank leave.
@@ -70,44 +114,74 @@ class ControlChannel {
   void fail_later_calls(std::exception_ptr why) {
     if (!failed_) failed_ = why;
   }
-  // This rank refused a call's arguments on its own (`what`: its message): every peer is
-  // told, so the call fails on every rank; later calls here throw.
+  // This rank refused a call's arguments on its own (`what`: its message): every connected
+  // peer is told (and tells its own), so the call fails on every rank; later calls throw.
   void refuse(Fault fault, Collective coll, const std::string& what);
-  // The control socket to `peer` (-1 for this rank), for the shrink's agreement.
-  int control_fd(int peer) const {
-    return control_[static_cast<size_t>(peer)].valid() ? control_[static_cast<size_t>(peer)].get() : -1;
-  }
   // The rank whose failure failed this engine (-1: none known), and whether it was found
   // stopped (it did not answer the liveness probe).
   int culprit() const { return culprit_; }
   bool culprit_stopped() const { return culprit_stopped_; }
 
+  // ---- for Comm::shrink, once no call runs ----
+  class Reader {
+   public:
+    virtual ~Reader() = default;
+    virtual void notice(int from, const Notice& n) = 0;  // a shrink notice
+    virtual void closed(int from) = 0;                   // its connection closed, or it said goodbye
+  };
+  // Hands `r` the shrink notices a failed call left, then waits up to `wait_ms` for the
+  // control sockets (and the sink's) and hands it every shrink notice and closed
+  // connection; probes are answered, setup frames go to the sink, the rest is skipped.
+  void read(Reader& r, int wait_ms);
+
  private:
-  // Reads every notice waiting: answers probes, records answers and goodbyes; throws on a
-  // dead, aborting or refusing peer.
+  struct Peer {
+    net::Fd fd;
+    std::vector<char> in;  // bytes read, not yet parsed
+    size_t used = 0;       // of `in`, parsed
+    std::vector<Notice> queued;  // posted before the connection was up
+    bool left = false;     // said goodbye
+    bool closed = false;   // its socket closed (reported once)
+    bool answered = false;  // answered this stall's liveness probe
+    int waits_on = -1;      // its answer: the rank it waits on
+  };
+  // Reads what `peer`'s socket holds into its buffer: false once it has closed.
+  bool fill(Peer& p);
+  // The next whole frame in `p`'s buffer (payload: n.origin bytes after it), consumed.
+  bool next_frame(Peer& p, Notice& n, const char*& payload);
+  // Every frame waiting on every socket, each handled by `handle(from, notice, payload)`;
+  // `closed(from)` for a socket that closed after its frames.
+  template <class Handle, class Closed>
+  void read_all(const Handle& handle, const Closed& closed, int wait_ms);
+  // Reads every notice waiting: answers probes, records answers and goodbyes, passes setup
+  // frames on; throws on a dead, aborting, refusing or shrinking peer.
   void check_control();
+  void answer_probe(int to);
   // After a link to `culprit` failed: an abort notice already waiting names the real
   // culprit better than the link's peer, which may only have exited because of it; a
   // goodbye from the culprit says it destroyed the communicator.
   void prefer_abort_notice(int culprit);
   [[noreturn]] void throw_notice_error(const Notice& n, int from);  // for an 'A' or 'R' notice; sets relay_
   PeerError shrinking_error(const Notice& n, int from);  // a peer's shrink began ('J'); sets relay_
-  // The liveness probe on a timeout: every live peer is asked, and answers from check_control.
+  // The liveness probe on a timeout: every connected peer is asked, and answers from check_control.
   void send_probe();
-  std::vector<int> silent_peers() const;  // live peers that have not answered the probe
-  bool all_answered() const;
+  // Peers that have not answered the probe, and a waited-on rank not even connected.
+  std::vector<int> silent_peers(const std::vector<int>& waited) const;
   // Names the rank that stopped: the one waited on if it did not answer, else another
   // silent one; when all answered, the rank waited on, saying that it is unsure.
-  [[noreturn]] void fail_stuck(Clock::duration probed, const std::vector<Link*>& waiting);
+  [[noreturn]] void fail_stuck(Clock::duration probed, const std::vector<int>& waited);
   void fail(std::exception_ptr e, int culprit);
   void tell_everyone(const Notice& n);
 
   int rank_, nranks_;
-  std::vector<net::Fd> control_;  // by peer rank
+  std::vector<Peer> peers_;  // by rank; no fd until connected
+  Sink* sink_ = nullptr;
   std::chrono::duration<double> timeout_;
   std::string timeout_text_;       // STRATA_TIMEOUT and where it came from, for messages
-  std::vector<bool> peer_left_;  // said goodbye
-  std::vector<bool> answered_;   // answered this stall's liveness probe
+  int waiting_on_ = -1;            // the rank this rank's current stall waits on (its probe answers say so)
+  std::vector<std::pair<int, Notice>> shrink_notices_;  // arrived during a call, for the shrink
+  bool deferring_ = false;
+  std::vector<std::pair<int, Notice>> deferred_;  // read while deferring_, handled by the next check
   Notice relay_{};               // what fail() tells the peers; kind 0: an abort naming the culprit
   bool from_notice_ = false;     // the failure came from a peer's notice
   std::exception_ptr failed_;

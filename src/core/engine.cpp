@@ -3,9 +3,11 @@
 #include <poll.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
+#include "ground/log.hpp"
 #include "strata/error.hpp"
 
 namespace strata {
@@ -29,27 +31,27 @@ char* at(const Engine::Buffers& b, Ref r, size_t esz) {
 
 // With more ranks than CPUs, the peer a rank waits for is often not running: spinning only
 // delays it, so an idle rank starts by yielding at its first empty poll, as OpenMPI's
-// mpi_yield_when_idle does (small reduce_scatter/all_reduce on 4 ranks sharing 2 cores:
-// 1.1-1.4x faster than after 64 polls; docs/benchmarks.md). Then, as with ranks = CPUs,
-// the WaitPolicy learns from how stalls end whether this CPU is shared.
-Engine::Engine(int rank, int nranks, Mesh mesh, const Config& cfg, bool oversubscribed)
+// mpi_yield_when_idle does (docs/benchmarks.md). Then, as with ranks = CPUs, the
+// WaitPolicy learns from how stalls end whether this CPU is shared.
+Engine::Engine(int rank, const std::vector<bootstrap::RankInfo>& table, net::Incoming in,
+               const bootstrap::Secret& secret, uint64_t comm_tag, const Config& cfg, bool oversubscribed)
     : rank_(rank),
-      nranks_(nranks),
-      links_(std::move(mesh.links)),
-      control_(rank, nranks, std::move(mesh.control), cfg),
-      waits_(oversubscribed) {
-  for (MemoryKind k : kAllMemoryKinds) {
-    bool all = true;
-    for (int j = 0; j < nranks; ++j)
-      if (j != rank) all &= links_of(k)[static_cast<size_t>(j)] && links_of(k)[static_cast<size_t>(j)]->caps().forwards_reductions;
-    links_forward_[static_cast<size_t>(k)] = all;
-  }
-}
+      nranks_(static_cast<int>(table.size())),
+      control_(rank, static_cast<int>(table.size()), cfg),
+      connector_(rank, table, std::move(in), secret, comm_tag, cfg, control_),
+      waits_(oversubscribed) {}
 
 Engine::~Engine() = default;
 
 void Engine::execute(const Plan& plan, const Call& call, void* scratch, std::unique_ptr<PlanSlot>& slot) {
   if (control_.failed()) std::rethrow_exception(control_.failed());
+  if (control_.has_deferred()) {  // a peer failed a call while this rank was still creating
+    try {
+      control_.check_now();
+    } catch (...) {
+      control_.fail_call(std::current_exception());
+    }
+  }
   StoreChooser* stores = nullptr;
   if (call.bytes() >= StoreChooser::kMinBytes) {
     if (!slot) slot = std::make_unique<EngineSlot>();
@@ -103,7 +105,11 @@ void Engine::run_round(const Plan& plan, size_t round, CallRun& run) {
       case StepKind::recv_reduce:
       case StepKind::recv_reduce_send: {
         Link* l = run.links[static_cast<size_t>(s.peer)].get();
-        if (!l) throw_no_link(s.peer, run.call.memory);
+        if (!l) {  // the first call that needs this peer: connect it, and the rest of the plan's
+          connect_rest(plan, round, run.call.memory);
+          l = run.links[static_cast<size_t>(s.peer)].get();
+          if (!l) throw_no_link(s.peer, run.call.memory);
+        }
         const bool forward = s.kind == StepKind::recv_reduce_send;
         if (forward && (!l->caps().forwards_reductions || has_finalize(op)))
           throw InternalError("plan forwards a reduction over a link or op that cannot");
@@ -131,9 +137,120 @@ void Engine::run_round(const Plan& plan, size_t round, CallRun& run) {
 void Engine::prepare(MemoryKind kind) {
   if (prepared_[static_cast<size_t>(kind)]) return;
   executor(kind);
-  for (const auto& l : links_of(kind))
-    if (l) l->prepare();
   prepared_[static_cast<size_t>(kind)] = true;
+}
+
+bool Engine::connected(const std::vector<int>& peers, MemoryKind kind) const {
+  for (int p : peers)
+    if (!connector_.ready(p, kind)) return false;
+  return true;
+}
+
+bool Engine::connected_or_raise(const std::vector<int>& peers, MemoryKind kind) const {
+  for (int p : peers) connector_.raise(p);
+  return connected(peers, kind);
+}
+
+void Engine::connect(const std::vector<int>& peers, MemoryKind kind) {
+  if (control_.failed()) std::rethrow_exception(control_.failed());
+  if (connected(peers, kind)) return;
+  if (kind != MemoryKind::host && !connector_.device_allowed())
+    throw InternalError(std::string("links for ") + name(kind) + " memory were not made before the call held its "
+                        "stream (they are made on the caller's thread: core/comm.cpp)");
+  try {
+    for (int p : peers) connector_.want(p, kind);
+    wait_connections([&] { return connected_or_raise(peers, kind); },
+                     [&](std::vector<int>& w) {
+                       for (int p : peers)
+                         if (!connector_.ready(p, kind)) w.push_back(p);
+                     });
+  } catch (...) {
+    control_.fail_call(std::current_exception());
+  }
+}
+
+void Engine::connect_control(const std::vector<int>& peers) {
+  if (control_.failed()) std::rethrow_exception(control_.failed());
+  auto done = [&] {
+    for (int p : peers) {
+      connector_.raise(p);
+      if (!connector_.control_ready(p)) return false;
+    }
+    return true;
+  };
+  if (done()) return;
+  control_.defer_notices(true);
+  try {
+    for (int p : peers) connector_.want_control(p);
+    wait_connections(done, [&](std::vector<int>& w) {
+      for (int p : peers)
+        if (!connector_.control_ready(p)) w.push_back(p);
+    });
+  } catch (...) {
+    control_.defer_notices(false);
+    control_.fail_call(std::current_exception());
+  }
+  control_.defer_notices(false);
+}
+
+bool Engine::forwards(int peer, MemoryKind kind) {
+  connect({peer}, kind);
+  const auto& l = links_of(kind)[static_cast<size_t>(peer)];
+  return l && l->caps().forwards_reductions;
+}
+
+void Engine::connect_rest(const Plan& plan, size_t round, MemoryKind kind) {
+  std::vector<int> peers;
+  for (size_t i = plan.round_begin[round]; i < plan.steps.size(); ++i) {
+    const Step& s = plan.steps[i];
+    const bool transfer = s.kind == StepKind::send || s.kind == StepKind::recv || s.kind == StepKind::recv_reduce ||
+                          s.kind == StepKind::recv_reduce_send;
+    if (transfer && !links_of(kind)[static_cast<size_t>(s.peer)]) peers.push_back(s.peer);
+  }
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  if (kind != MemoryKind::host && !connector_.device_allowed())
+    throw InternalError(std::string("a plan on ") + name(kind) + " memory addresses ranks whose links were not made "
+                        "before the call held its stream");
+  for (int p : peers) connector_.want(p, kind);
+  wait_connections([&] { return connected_or_raise(peers, kind); },
+                   [&](std::vector<int>& w) {
+                     for (int p : peers)
+                       if (!connector_.ready(p, kind)) w.push_back(p);
+                   });
+}
+
+// Moves the connector (and a round's transfers already posted, whose peers may wait for
+// them before they can take our connection) until `done()`, with the failure protocol of
+// wait_links: a stall reads the control sockets, and past STRATA_TIMEOUT probes the peers.
+template <class Done, class Waited>
+void Engine::wait_connections(const Done& done, const Waited& waited) {
+  Clock::time_point last_progress = Clock::now();
+  ControlChannel::Watch watch;
+  bool stalled = false;
+  std::vector<pollfd> fds;
+  for (;;) {
+    bool moved = connector_.progress();
+    for (Link* l : active_)
+      if (!l->idle()) moved |= l->progress();
+    if (done()) return;
+    const auto now = Clock::now();
+    if (moved) {
+      last_progress = now;
+      stalled = false;
+      continue;
+    }
+    if (!stalled) {
+      stalled = true;
+      watch.stall_begins(now);
+    }
+    waited_.clear();
+    waited(waited_);
+    control_.on_stall(watch, now, last_progress, waited_);
+    fds.clear();
+    control_.wait_fds(fds);
+    if (::poll(fds.data(), fds.size(), 1) > 0) control_.check_now();
+  }
 }
 
 Executor& Engine::first_executor(MemoryKind kind) {
@@ -186,7 +303,10 @@ void Engine::wait_links() {
       last_progress = now;
       watch.stall_begins(now);
     }
-    control_.on_stall(watch, now, last_progress, active_);
+    waited_.clear();
+    for (Link* l : active_)
+      if (!l->idle()) waited_.push_back(l->peer());
+    control_.on_stall(watch, now, last_progress, waited_);
     fds.clear();
     bool all_fd = true;
     for (Link* l : active_) {

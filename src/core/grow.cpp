@@ -74,10 +74,10 @@ struct Seat {
 
 // The grown communicator over `table`, its hierarchy from the hosts (as a split's). A
 // failure to connect (a newcomer that left) says it was the grow's, keeping its kind.
-Comm connect_grown(int rank, int nranks, const std::vector<bootstrap::RankInfo>& table, const net::Fd& listener,
+Comm connect_grown(int rank, int nranks, const std::vector<bootstrap::RankInfo>& table, net::Fd listener,
                    const bootstrap::Secret& secret, uint64_t tag, const Config& cfg) {
   try {
-    return CommState::create(rank, nranks, table, listener, secret, tag, cfg,
+    return CommState::create(rank, nranks, table, net::Incoming(std::move(listener)), secret, tag, cfg,
                              hierarchy_of(table, {}));
   } catch (const PeerError& e) {  // TimeoutError too
     const std::string what = std::string("grow: connecting the grown communicator failed: ") + e.what();
@@ -270,7 +270,7 @@ Comm Comm::grow(int count, int key) {
     }
   }
   STRATA_INFO("grow: rank %d of %d is rank %d of %d", s.rank, s.nranks, new_rank, head.nranks);
-  return connect_grown(new_rank, head.nranks, table, listener, s.secret, head.tag, s.cfg);
+  return connect_grown(new_rank, head.nranks, table, std::move(listener), s.secret, head.tag, s.cfg);
 }
 
 Comm Comm::join(const UniqueId& id, int key, const CommOptions& options) {
@@ -312,7 +312,7 @@ Comm Comm::join(const UniqueId& id, int key, const CommOptions& options) {
   const std::vector<bootstrap::RankInfo> table = bootstrap::decode_rank_table(bytes.data(), bytes.size(), head.nranks, what);
   log::set_thread_rank(head.rank);
   STRATA_INFO("join: rank %d of %d through %s", head.rank, head.nranks, what.c_str());
-  return connect_grown(head.rank, head.nranks, table, listener, f.secret, head.tag, cfg);
+  return connect_grown(head.rank, head.nranks, table, std::move(listener), f.secret, head.tag, cfg);
 }
 
 Comm Comm::join_from_env(int key) {

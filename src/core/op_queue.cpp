@@ -77,6 +77,15 @@ void OpQueue::worker_loop() {
   }
 }
 
+void OpQueue::take_when_idle() {
+  std::unique_lock lk(m_);
+  for (;;) {
+    wait_not_busy(lk, [&] { return queue_.empty(); });
+    bool idle = false;
+    if (busy_.compare_exchange_strong(idle, true)) return;  // else a blocking call got in first
+  }
+}
+
 void OpQueue::drain() {
   std::unique_lock lk(m_);
   wait_not_busy(lk, [&] { return queue_.empty(); });

@@ -55,6 +55,16 @@ class OpQueue {
     if (e) std::rethrow_exception(e);
   }
 
+  // Runs `fn` on this thread once everything issued before it has run, with nothing else
+  // running meanwhile (what a device call makes on its caller's thread); rethrows its error.
+  template <class Fn>
+  void run_here(const Fn& fn) {
+    take_when_idle();
+    std::exception_ptr e = run_caught(fn);
+    release();
+    if (e) std::rethrow_exception(e);
+  }
+
   // Returns once nothing is queued or running.
   void drain();
   // Drains, then ends the worker thread. Later submits are not run.
@@ -75,6 +85,7 @@ class OpQueue {
   }
   void worker_loop();
   void release();  // clears busy_, waking whoever waits for it
+  void take_when_idle();  // sets busy_ once nothing is queued or running
   template <class Pred>
   void wait_not_busy(std::unique_lock<std::mutex>& lk, const Pred& also);
 

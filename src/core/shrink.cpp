@@ -24,55 +24,40 @@ using Time = ShrinkAgreement::Time;
 
 Time now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-// Sends what the agreement asks to; a peer that cannot take it has closed, which its
-// socket's read reports.
-void flush(const ControlChannel& control, ShrinkAgreement& a) {
-  for (const ShrinkAgreement::Out& o : a.take_outgoing()) {
-    const int fd = control.control_fd(o.to);
-    if (fd >= 0) (void)::send(fd, &o.n, sizeof o.n, MSG_NOSIGNAL | MSG_DONTWAIT);
-  }
+// Sends what the agreement asks to; a notice to a rank not connected yet goes out once it
+// is (the agreement talks to every rank, which plans never needed to connect).
+void flush(ControlChannel& control, ShrinkAgreement& a) {
+  for (const ShrinkAgreement::Out& o : a.take_outgoing()) control.post(o.to, o.n);
 }
 
-// Waits up to `wait_ms` (less when the agreement has a deadline sooner) for the parent's
-// control sockets, feeds the agreement every notice and closed connection, and sends its
-// answers. What the failed communicator left there (abort notices, probe answers) is
-// skipped; a probe from a rank still in a call is answered, since this rank is alive.
-void pump(const ControlChannel& control, int me, int n, ShrinkAgreement& a, int wait_ms) {
-  flush(control, a);
-  std::vector<pollfd> fds;
-  std::vector<int> peers;
-  for (int j = 0; j < n; ++j) {
-    const int fd = control.control_fd(j);
-    if (j != me && fd >= 0 && !a.is_closed(j)) {
-      fds.push_back({fd, POLLIN, 0});
-      peers.push_back(j);
-    }
+// What the parent's control sockets bring, fed to the agreement.
+struct Feed final : ControlChannel::Reader {
+  explicit Feed(ShrinkAgreement& agreement) : a(agreement) {}
+  void notice(int from, const Notice& n) override { a.notice(from, n, now_s()); }
+  void closed(int from) override {
+    if (!a.is_closed(from)) a.closed(from, now_s());
   }
+  ShrinkAgreement& a;
+};
+
+// Waits up to `wait_ms` (less when the agreement has a deadline sooner) for the parent's
+// control sockets, feeds the agreement every notice and closed connection (a rank whose
+// listener refuses counts as closed), and sends its answers. Connections to the ranks this
+// rank was not connected to are made meanwhile (Comm::shrink asked for all of them).
+void pump(Engine& engine, int n, ShrinkAgreement& a, int wait_ms) {
+  flush(engine.control(), a);
   const Time left = a.next_deadline() - now_s();
   const int ms = std::clamp(static_cast<int>(left * 1000) + 1, 0, wait_ms);
-  if (::poll(fds.data(), fds.size(), ms) > 0) {
-    for (size_t i = 0; i < fds.size(); ++i) {
-      if (!fds[i].revents) continue;
-      const int j = peers[i];
-      for (;;) {
-        Notice got{};
-        const ssize_t r = ::recv(fds[i].fd, &got, sizeof got, MSG_DONTWAIT | MSG_WAITALL);
-        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
-        if (r != static_cast<ssize_t>(sizeof got) || got.kind == 'B') {  // gone, or destroyed the parent
-          a.closed(j, now_s());
-          break;
-        }
-        if (is_shrink_notice(got.kind)) {
-          a.notice(j, got, now_s());
-        } else if (got.kind == 'P') {
-          const Notice answer{'Q', 0, 0, 0, me};
-          (void)::send(fds[i].fd, &answer, sizeof answer, MSG_NOSIGNAL | MSG_DONTWAIT);
-        }
-      }
-    }
+  Feed feed(a);
+  try {
+    engine.control().read(feed, ms);
+  } catch (const PeerError& e) {  // a rank that went away while connecting
+    if (e.peer() >= 0) feed.closed(e.peer());
   }
+  for (int j = 0; j < n; ++j)
+    if (engine.connector().failed(j)) feed.closed(j);
   a.tick(now_s());
-  flush(control, a);
+  flush(engine.control(), a);
 }
 
 uint16_t port_of(const net::Fd& listener) { return net::local_address(listener.get()).port(); }
@@ -89,18 +74,21 @@ Comm CommState::shrink() {
       InvalidUsage("this communicator was shrunk: use the communicator Comm::shrink returned, and destroy this one")));
 
   ShrinkAgreement a(rank, nranks, cfg.timeout_s);
+  // The agreement talks to every rank: connect them all (control connections only), a rank
+  // that cannot be reached counting as closed.
+  for (int j = 0; j < nranks; ++j) engine->connector().want_control(j);
   net::Fd listener = listen_like(table[rank].listen);
   std::vector<int> known_dead;
   if (engine->control().culprit_stopped()) known_dead.push_back(engine->control().culprit());
   a.begin(now_s(), port_of(listener), engine->control().culprit(), known_dead);
   for (;;) {
-    while (a.state() == ShrinkAgreement::State::agreeing) pump(engine->control(), rank, nranks, a, 50);
+    while (a.state() == ShrinkAgreement::State::agreeing) pump(*engine, nranks, a, 50);
     flush(engine->control(), a);
     if (a.state() == ShrinkAgreement::State::excluded)
       throw PeerError(a.excluded_by(), "Comm::shrink: " + a.why_excluded());
     if (!a.doomed()) {
       try {
-        Comm c = connect_decided(a, listener);
+        Comm c = connect_decided(a, std::move(listener));
         a.created();
         flush(engine->control(), a);
         STRATA_INFO("shrink: rank %d of %d is rank %d of %zu (left out: %s) after %.3f s, attempt %d", rank, nranks,
@@ -122,9 +110,9 @@ Comm CommState::shrink() {
 
 // Connects the members of the agreement's decision. Meanwhile a second thread keeps
 // reading the parent's control sockets: should a member die or begin the next attempt, the
-// listener is shut down, so that waiting for that member's connection ends now rather than
-// at STRATA_TIMEOUT; the waits on the other members then end as they fail in turn.
-Comm CommState::connect_decided(ShrinkAgreement& a, const net::Fd& listener) {
+// new communicator is aborted, so that waiting for that member ends now rather than at
+// STRATA_TIMEOUT.
+Comm CommState::connect_decided(ShrinkAgreement& a, net::Fd listener) {
   const std::vector<int>& members = a.members();
   std::vector<bootstrap::RankInfo> new_table;
   int new_rank = -1;
@@ -139,12 +127,14 @@ Comm CommState::connect_decided(ShrinkAgreement& a, const net::Fd& listener) {
   uint64_t tag = mix(this->tag ^ mix(0x736872696e6bull + static_cast<uint64_t>(a.epoch())));
   for (int x : a.left_out()) tag = mix(tag ^ static_cast<uint64_t>(x));
 
+  std::shared_ptr<CommState> made = make(new_rank, static_cast<int>(members.size()), new_table, net::Incoming(std::move(listener)),
+                                         secret, tag, cfg, restrict_hierarchy(hier, members));
   std::atomic<bool> done{false};
   std::thread watcher([&] {
     while (!done.load()) {
-      pump(engine->control(), rank, nranks, a, 20);
+      pump(*engine, nranks, a, 20);
       if (a.doomed() || a.state() == ShrinkAgreement::State::excluded) {
-        ::shutdown(listener.get(), SHUT_RDWR);
+        made->engine->control().abort();
         return;
       }
     }
@@ -157,8 +147,8 @@ Comm CommState::connect_decided(ShrinkAgreement& a, const net::Fd& listener) {
       t.join();
     }
   } stop{done, watcher};
-  return create(new_rank, static_cast<int>(members.size()), new_table, listener, secret, tag, cfg,
-                restrict_hierarchy(hier, members));
+  made->connect_overlay();
+  return Comm(made);
 }
 
 Comm Comm::shrink() {

@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <stdexcept>
 #include <system_error>
+#include <thread>
 
 #include "command.hpp"
 #include "signals.hpp"
@@ -213,6 +215,7 @@ void EmulatedCluster::build() {
                      "dev", "eth0"});
     ip(host_ns_[h], {"link", "set", "eth0", "up"});
   }
+  wait_for_carrier();
   if (!spec_.rate) return;
   // Each direction of each host's link is shaped once on its way out: host -> network on
   // the host's eth0, network -> host on the switch port facing it (with two hosts, that
@@ -221,6 +224,22 @@ void EmulatedCluster::build() {
   for (int h = 0; h < spec_.hosts; ++h) {
     shape_egress(host_ns_[h], "eth0", tbf);
     if (!switch_ns_.empty()) shape_egress(switch_ns_, "h" + std::to_string(h), tbf);
+  }
+}
+
+// A veth end is up a moment before the kernel says its cable is (NO-CARRIER): ranks started
+// then find eth0 down, and UCX leaves it out of its devices for good. Setup waits for every
+// host's eth0 to be up, as a real cluster's ranks start on links that are.
+void EmulatedCluster::wait_for_carrier() {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (const std::string& ns : host_ns_) {
+    for (;;) {
+      const CommandResult r = run_command({"ip", "-n", ns, "-o", "link", "show", "eth0"});
+      if (r.ok() && r.output.find("state UP") != std::string::npos) break;
+      if (std::chrono::steady_clock::now() > until)
+        throw std::runtime_error("host namespace " + ns + ": eth0 is not up 10 s after setup: " + r.output);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   }
 }
 

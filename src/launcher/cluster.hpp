@@ -84,6 +84,7 @@ class EmulatedCluster {
 
  private:
   void build();
+  void wait_for_carrier();  // every host's eth0 is up
   void teardown() noexcept;
   std::vector<std::string> all_names() const;
 

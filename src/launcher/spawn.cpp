@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -61,6 +62,7 @@ struct ChildSetup {
   char* const* envp;
   const std::string& exec_error_prefix;
   const std::string& netns_error_prefix;
+  const std::string& sysfs_error_prefix;
 };
 
 void write_error(const std::string& prefix) {
@@ -87,11 +89,22 @@ void write_error(const std::string& prefix) {
       ::dup2(c.stderr_fd, STDERR_FILENO) < 0)
     ::_exit(127);
 
-  // An emulated host (--hosts): the rank sees only its namespace's network. The mount
-  // namespace stays the machine's, so /sys/class/net still lists the machine's interfaces.
-  if (c.netns_fd >= 0 && ::setns(c.netns_fd, CLONE_NEWNET) != 0) {
-    write_error(c.netns_error_prefix);
-    ::_exit(127);
+  // An emulated host (--hosts): the rank sees only its namespace's network, and, as under
+  // `ip netns exec`, a /sys of its own mounted afresh from inside that namespace, so
+  // /sys/class/net lists the host's eth0 and lo (UCX finds its devices there). The mount
+  // namespace is the rank's own copy, its mounts slaves of the machine's: nothing it
+  // mounts reaches the machine.
+  if (c.netns_fd >= 0) {
+    if (::setns(c.netns_fd, CLONE_NEWNET) != 0) {
+      write_error(c.netns_error_prefix);
+      ::_exit(127);
+    }
+    if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0 ||
+        (::umount2("/sys", MNT_DETACH) != 0 && errno != EINVAL) ||
+        ::mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+      write_error(c.sysfs_error_prefix);
+      ::_exit(127);
+    }
   }
 
   ::execvpe(c.argv[0], c.argv, c.envp);
@@ -111,6 +124,8 @@ RankProcess spawn_rank(int rank, const std::vector<std::string>& command,
       "strata-run: rank " + std::to_string(rank) + ": cannot execute " + command[0] + ": ";
   std::string netns_error_prefix =
       "strata-run: rank " + std::to_string(rank) + ": cannot enter its host's network namespace: ";
+  std::string sysfs_error_prefix =
+      "strata-run: rank " + std::to_string(rank) + ": cannot mount its host's own /sys (as ip netns exec does): ";
 
   Fd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (dev_null.get() < 0) throw_errno("cannot open /dev/null");
@@ -122,7 +137,7 @@ RankProcess spawn_rank(int rank, const std::vector<std::string>& command,
 
   ChildSetup setup{::getpid(),  dev_null.get(), out_write.get(),   err_write.get(),
                    netns_fd,     argv.data(),    envp.data(),       exec_error_prefix,
-                   netns_error_prefix};
+                   netns_error_prefix, sysfs_error_prefix};
   pid_t pid;
   {
     SignalBlock block;

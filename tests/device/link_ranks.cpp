@@ -48,7 +48,7 @@ uint64_t next_tag() {
 }  // namespace
 
 strata::Link& LinkRank::device(int peer) {
-  auto& l = mesh.of(strata::MemoryKind::device).at(static_cast<size_t>(peer));
+  auto& l = connector->links(strata::MemoryKind::device).at(static_cast<size_t>(peer));
   if (!l) throw std::runtime_error("no device link to rank " + std::to_string(peer));
   return *l;
 }
@@ -136,18 +136,29 @@ int link_rank_role(int argc, char** argv) {
     return 2;
   }
   try {
-    std::vector<strata::bootstrap::RankInfo> table(static_cast<size_t>(me.nranks));
+    me.table.resize(static_cast<size_t>(me.nranks));
     for (int r = 0; r < me.nranks; ++r) {
-      auto& info = table[static_cast<size_t>(r)];
+      auto& info = me.table[static_cast<size_t>(r)];
       info.listen = strata::net::parse_host_port("127.0.0.1:" + ports[static_cast<size_t>(r)]);
       std::snprintf(info.host, sizeof info.host, "%s", hosts[static_cast<size_t>(r)].c_str());
       info.tcp_nsocks = 2;
     }
     strata::bootstrap::Secret secret{};
     for (int i = 0; i < 16; ++i) secret.bytes[i] = static_cast<uint8_t>(0xa5 ^ (i * 29) ^ tag);
-    const strata::Config cfg = strata::Config::from_env();
-    me.mesh = strata::connect_mesh(me.rank, table, listener, secret, tag, cfg, strata::net::deadline_after(30));
-    listener.reset();
+    me.cfg = strata::Config::from_env();
+    me.control = std::make_unique<strata::ControlChannel>(me.rank, me.nranks, me.cfg);
+    me.connector = std::make_unique<strata::Connector>(me.rank, me.table, strata::net::Incoming(std::move(listener)),
+                                                       secret, tag, me.cfg, *me.control);
+    me.connector->allow_device(true);
+    for (int p : peers_of(me)) me.connector->want(p, strata::MemoryKind::device);
+    for (const double until = now_s() + 30;;) {
+      me.control->check_now();
+      bool all = true;
+      for (int p : peers_of(me)) all &= me.connector->ready(p, strata::MemoryKind::device);
+      if (all) break;
+      if (now_s() > until) throw std::runtime_error("the links were not connected within 30 s");
+      usleep(200);
+    }
     it->second(me);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "link rank %d: %s\n", me.rank, e.what());

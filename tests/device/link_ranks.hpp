@@ -1,7 +1,7 @@
 // Link-level tests of the device links (transports/ipc, transports/staging): a job of n
-// processes, each this binary in the --link-rank role, which makes the real mesh
-// (core/mesh.hpp: offers, the transport table's choice, every row's setup) from a rank
-// table the test writes, with the host identities the test picks (one host: ipc between
+// processes, each this binary in the --link-rank role, which connects every pair with the
+// real connector (core/connector.hpp: offers, the transport table's choice, every row's
+// setup) from a rank table the test writes, with the host identities the test picks (one host: ipc between
 // the ranks; two: staging over tcp), and then runs one named scenario on its links. No
 // engine runs: a scenario posts transfers and drives the links itself.
 #pragma once
@@ -12,15 +12,20 @@
 #include <string>
 #include <vector>
 
-#include "core/mesh.hpp"
+#include <memory>
+
+#include "core/connector.hpp"
 #include "tests/common/process.hpp"
 
 namespace strata_test {
 
-// What a scenario gets: its rank and the mesh's links.
+// What a scenario gets: its rank and the connector's links (every pair connected).
 struct LinkRank {
   int rank = 0, nranks = 0;
-  strata::Mesh mesh;
+  std::vector<strata::bootstrap::RankInfo> table;
+  strata::Config cfg;
+  std::unique_ptr<strata::ControlChannel> control;
+  std::unique_ptr<strata::Connector> connector;
   strata::Link& device(int peer);  // the device link to `peer` (throws when there is none)
 };
 

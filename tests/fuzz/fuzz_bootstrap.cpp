@@ -10,7 +10,7 @@
 
 #include "algorithms/hierarchy.hpp"
 #include "core/bootstrap/bootstrap.hpp"
-#include "core/mesh.hpp"
+#include "core/connector.hpp"
 #include "tests/fuzz/fuzz.hpp"
 
 using namespace strata;

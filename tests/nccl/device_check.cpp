@@ -151,11 +151,19 @@ void premul_refused(ncclComm_t comm) {
 // The others queue an all-reduce on device buffers behind a held stream (it returns at
 // once), then the last rank aborts its copy of the communicator, then the stream goes on:
 // the all-reduce fails after its call returned, and ncclCommGetAsyncError reports it,
-// naming the rank.
+// naming the rank. Every rank runs one all-reduce on `dup` first: as under NCCL's runtime
+// connect, a rank's first call that needs a peer connects it, with the peer in the same
+// call, so the call that the last rank never makes must not be the first.
 void dead_peer(ncclComm_t world) {
   ncclComm_t dup = nullptr;
   MUST(ncclCommSplit(world, 0, g_rank, &dup, nullptr));
   const int last = g_size - 1;
+  {
+    void* w = harness_alloc(kCount * sizeof(double));
+    MUST(ncclAllReduce(w, w, kCount, ncclFloat64, ncclSum, dup, harness_stream()));
+    harness_sync();
+    harness_free(w);
+  }
   float h = 0, k = 0;
   if (g_rank != last) {
     void* x = harness_alloc(kCount * sizeof(double));

@@ -172,6 +172,7 @@ const std::map<std::string, Malformed>& malformed_values() {
       {"STRATA_HIERARCHY", {"node"}},
       {"STRATA_LINK_MODEL", {"node:fast:6GB"}},
       {"STRATA_SHM_RING_BYTES", {"4Q"}},
+      {"STRATA_SHM_RANK_BYTES", {"12MB"}},
       {"STRATA_SHM_STREAM_BYTES", {"-1"}},
       {"STRATA_SHM_DIRECT_BYTES", {"1T"}},
       {"STRATA_SHM_ZEROCOPY_BYTES", {"64KiB?"}},

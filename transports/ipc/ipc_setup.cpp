@@ -1,9 +1,8 @@
 // The ipc row's setup: every rank listens on an abstract AF_UNIX socket named after the
 // communicator (secret, tag) and its rank; in connect(), the lower rank of each pair
 // connects to the higher one's and sends a hello (secret, tag, ranks) with the pair's
-// channel memfd, which it created; the higher rank accepts until that pair's hello
-// arrives. The lower rank never waits for the higher one, so no two ranks wait on each
-// other in a cycle. The socket stays the pair's, for the allocation handles the link
+// channel memfd, which it created; the higher rank's connect() takes what has arrived and
+// says "not yet" (null) until that pair's hello is there. Neither waits for the other. The socket stays the pair's, for the allocation handles the link
 // sends. The connection info each rank sends is its mapping cache size; both use the
 // smaller (the two caches must evict alike).
 #include <sys/socket.h>
@@ -16,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 
 #include "ground/device/backend.hpp"
 #include "ground/fd_passing.hpp"
@@ -60,7 +60,6 @@ class IpcSetup final : public LinkSetup {
  public:
   explicit IpcSetup(const SetupContext& ctx)
       : ctx_(ctx),
-        deadline_(net::deadline_after(ctx.cfg->timeout_s)),
         cache_entries_(static_cast<size_t>(settings::integer("STRATA_IPC_CACHE_ENTRIES"))) {
     socklen_t len = 0;
     const sockaddr_un a = address_of(ctx.secret, ctx.comm_tag, ctx.rank, len);
@@ -78,11 +77,10 @@ class IpcSetup final : public LinkSetup {
     const size_t entries = agreed_size(kCacheEntries, cache_entries_, peer, remote);
     entries_[static_cast<size_t>(peer)] = entries;
     const bool lower = ctx_.rank < peer;
-    Pair pair = lower ? call(peer) : accept_from(peer);
-    return std::make_unique<IpcLink>(peer, std::move(pair.sock), std::move(pair.channel), lower, entries);
+    std::optional<Pair> pair = lower ? call(peer) : arrived_from(peer);
+    if (!pair) return nullptr;
+    return std::make_unique<IpcLink>(peer, std::move(pair->sock), std::move(pair->channel), lower, entries);
   }
-
-  void all_connected() override { listener_.reset(); }
 
   std::string describe(int peer) const override {
     return "same host, " + std::to_string(entries_[static_cast<size_t>(peer)]) + " mappings cached";
@@ -112,22 +110,20 @@ class IpcSetup final : public LinkSetup {
     return p;
   }
 
-  // The higher rank: accept until `peer`'s hello has come (others are kept for later).
-  Pair accept_from(int peer) {
+  // The higher rank: the pair of `peer` if its hello has come (others are kept for later).
+  std::optional<Pair> arrived_from(int peer) {
     for (;;) {
       if (auto it = arrived_.find(peer); it != arrived_.end()) {
         Pair p = std::move(it->second);
         arrived_.erase(it);
         return p;
       }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - net::Clock::now()).count();
-      if (left <= 0) throw SystemError("ipc: " + who(peer) + " did not connect to this rank's socket in time");
       pollfd pfd{listener_.get(), POLLIN, 0};
-      const int r = ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left, 1000)));
+      const int r = ::poll(&pfd, 1, 0);
       if (r < 0 && errno != EINTR) throw SystemError("ipc: " + errno_text("poll"));
-      if (r <= 0) continue;
+      if (r <= 0) return std::nullopt;
       net::Fd s(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-      if (!s.valid()) continue;
+      if (!s.valid()) return std::nullopt;
       take_hello(std::move(s));
     }
   }
@@ -154,7 +150,6 @@ class IpcSetup final : public LinkSetup {
   }
 
   SetupContext ctx_;
-  net::Deadline deadline_;
   size_t cache_entries_;
   net::Fd listener_;
   std::map<int, Pair> arrived_;  // hellos of peers not connected yet

@@ -11,6 +11,7 @@
 #include <new>
 
 #include "ground/device/shared_host.hpp"
+#include "ground/fnv1a.hpp"
 #include "ground/settings.hpp"
 #include "strata/error.hpp"
 #include "transports/streaming.hpp"
@@ -30,6 +31,7 @@ struct SegHeader {
   int64_t pid;
   uint64_t probe_addr;
   int64_t fd;  // the segment's fd in the owner
+  uint64_t name_hash;  // of the name it was created under: what an opener checks it found
 };
 
 // What a peer reads to prove it may read this process's memory.
@@ -61,8 +63,10 @@ char* map_peer_file(int pid, uint64_t fd, uint64_t length, bool writable, std::s
 }
 }  // namespace
 
+size_t ShmSegment::stride(size_t ring_bytes) { return align_up(ShmRing::kHeaderBytes + ring_bytes + ShmInline::kRingBytes, 4096); }
+
 std::shared_ptr<ShmSegment> ShmSegment::create(const std::string& name, int nrings, size_t ring_bytes) {
-  uint64_t stride = align_up(ShmRing::kHeaderBytes + ring_bytes + ShmInline::kRingBytes, 4096);
+  const uint64_t stride = ShmSegment::stride(ring_bytes);
   uint64_t total = kHeaderBytes + stride * static_cast<uint64_t>(nrings);
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) sys_fail("shm_open " + name);
@@ -71,11 +75,9 @@ std::shared_ptr<ShmSegment> ShmSegment::create(const std::string& name, int nrin
     shm_unlink(name.c_str());
     sys_fail("ftruncate " + name);
   }
-  // Populated now, here and by each peer for the ring it writes (ShmLink): a FIFO's pages
-  // were otherwise faulted in by the transfers that first reach them, on both sides, so a
-  // job's first 4 MiB through each FIFO paid two page faults per 4 KiB (the first 60 calls
-  // of a 64 KiB all_reduce ran 100 us against 18 us later; docs/benchmarks.md).
-  void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  // Not populated: a ring's pages are touched when its pair connects (populate), so the
+  // FIFOs of pairs that never talk cost nothing.
+  void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
     ::close(fd);
     shm_unlink(name.c_str());
@@ -86,7 +88,7 @@ std::shared_ptr<ShmSegment> ShmSegment::create(const std::string& name, int nrin
   seg->base_ = base;
   seg->bytes_ = total;
   seg->owner_ = true;
-  seg->fd_ = fd;  // kept open: peers prove with it that they can open this process's files
+  seg->fd_ = fd;  // kept open: peers open the segment, and prove they can open this process's files, with it
   auto* h = static_cast<SegHeader*>(base);
   for (int i = 0; i < nrings; ++i) {
     auto* r = new (static_cast<char*>(base) + kHeaderBytes + stride * i) ShmRing();
@@ -107,13 +109,25 @@ std::shared_ptr<ShmSegment> ShmSegment::create(const std::string& name, int nrin
   h->pid = getpid();
   h->probe_addr = reinterpret_cast<uint64_t>(&probe);
   h->fd = fd;
+  h->name_hash = fnv1a(name.data(), name.size());
   std::atomic_thread_fence(std::memory_order_release);
   h->magic = kSegMagic;
   return seg;
 }
 
-std::shared_ptr<ShmSegment> ShmSegment::open(const std::string& name) {
-  int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
+void ShmSegment::populate(int i) const {
+  // A job's first 4 MiB through a FIFO otherwise paid two page faults per 4 KiB, on both
+  // sides (the first 60 calls of a 64 KiB all_reduce ran 100 us against 18 us later;
+  // docs/benchmarks.md). A kernel without MADV_POPULATE_WRITE (before 5.14) leaves it to them.
+  (void)madvise(ring(i), static_cast<SegHeader*>(base_)->stride, MADV_POPULATE_WRITE);
+}
+
+std::shared_ptr<ShmSegment> ShmSegment::open(const std::string& name, int owner_pid, int owner_fd, bool* by_proc) {
+  int fd = -1;
+  if (owner_pid > 0 && owner_fd >= 0)
+    fd = ::open(("/proc/" + std::to_string(owner_pid) + "/fd/" + std::to_string(owner_fd)).c_str(), O_RDWR | O_CLOEXEC);
+  if (by_proc) *by_proc = fd >= 0;
+  if (fd < 0) fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) sys_fail("shm_open " + name);
   struct stat st{};
   if (fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(kHeaderBytes)) {
@@ -131,6 +145,10 @@ std::shared_ptr<ShmSegment> ShmSegment::open(const std::string& name) {
   seg->bytes_ = static_cast<size_t>(st.st_size);
   auto* h = static_cast<SegHeader*>(base);
   if (h->magic != kSegMagic || h->total != seg->bytes_) throw SystemError("shared memory segment " + name + " is not Strata's");
+  // A descriptor number the owner has closed and reused since it sent it leads elsewhere.
+  if (h->name_hash != fnv1a(name.data(), name.size()))
+    throw SystemError("shared memory segment " + name + ": /proc/" + std::to_string(owner_pid) + "/fd/" +
+                      std::to_string(owner_fd) + " is another segment");
   return seg;
 }
 
@@ -176,8 +194,8 @@ ShmLink::ShmLink(int peer, ShmRing* out, ShmRing* in, std::shared_ptr<ShmSegment
       held_(static_cast<size_t>(settings::integer("STRATA_IPC_CACHE_ENTRIES"))),
       landings_(static_cast<size_t>(settings::integer("STRATA_IPC_CACHE_ENTRIES"))) {
   // The ring we write, mapped now rather than page by page by the first transfers (the
-  // owner populated the segment); a kernel without MADV_POPULATE_WRITE (before 5.14)
-  // leaves it to them.
+  // owner populates it in its own mapping); a kernel without MADV_POPULATE_WRITE (before
+  // 5.14) leaves it to them.
   (void)madvise(out_, ShmRing::kHeaderBytes + out_->capacity + ShmInline::kRingBytes, MADV_POPULATE_WRITE);
   head_ = out_->head.load(std::memory_order_relaxed);
   peer_tail_ = out_->tail.load(std::memory_order_relaxed);

@@ -92,12 +92,22 @@ struct ZeroCopyHeader {
 static_assert(sizeof(ZeroCopyHeader) == 64);
 static_assert(sizeof(ShmRing) <= ShmRing::kHeaderBytes);
 
-// A mapped segment with `nrings` FIFOs. The creator unlinks the name once peers have
-// mapped it, so nothing stays in /dev/shm after the job.
+// A mapped segment with `nrings` FIFOs, one per rank of the host that may send to its
+// owner. Its pages are touched only for the FIFOs of pairs that connect (populate()), so a
+// rank's shared memory grows with the peers it talks to, not with the ranks on its host.
+// Peers open it through the owner's descriptor (/proc/<pid>/fd), else by name; the owner
+// unlinks the name once a peer has opened it the first way, so nothing stays in /dev/shm.
 class ShmSegment {
  public:
   static std::shared_ptr<ShmSegment> create(const std::string& name, int nrings, size_t ring_bytes);
-  static std::shared_ptr<ShmSegment> open(const std::string& name);
+  // `owner_pid`/`owner_fd` >= 0: tried first; `*by_proc` says whether that worked.
+  static std::shared_ptr<ShmSegment> open(const std::string& name, int owner_pid = -1, int owner_fd = -1,
+                                          bool* by_proc = nullptr);
+  // Touches ring i's pages now, here (each side its own mapping), rather than page by page
+  // in the first transfers through it.
+  void populate(int i) const;
+  // The bytes a ring of `ring_bytes` takes in a segment (its header and inline ring too).
+  static size_t stride(size_t ring_bytes);
   ~ShmSegment();
   ShmRing* ring(int i) const;
   int nrings() const;
@@ -109,6 +119,7 @@ class ShmSegment {
   bool can_open_owner_files() const;
   static constexpr uint64_t kProbeValue = 0x5354524154415052ull;
   void unlink();
+  const std::string& name() const { return name_; }
 
  private:
   ShmSegment() = default;
@@ -119,6 +130,10 @@ class ShmSegment {
   int fd_ = -1;  // the owner's, kept open
   uint64_t dev_ = 0, ino_ = 0;
 };
+
+// The FIFO each pair of a host gets: `rank_bytes` (STRATA_SHM_RANK_BYTES) shared among the
+// rank's `host_peers`, whole pages, at most `ring_bytes` (STRATA_SHM_RING_BYTES).
+size_t shm_fifo_bytes(size_t rank_bytes, size_t ring_bytes, int host_peers);
 
 // Transfers waiting on a link, oldest first. A vector and the index of its front: it is
 // emptied, not freed, when the last one is popped (every round ends with its links idle),

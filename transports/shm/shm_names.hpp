@@ -1,7 +1,9 @@
 // Names of the shared-memory segments in /dev/shm: "strata-<the first 12 hex digits of the
-// job's secret>-<communicator tag>-<rank>". strata-run (which does not link libstrata)
-// removes what a job's ranks left behind by this prefix: a rank killed between creating
-// its segment and its peers mapping it never unlinks it.
+// job's secret>-<communicator tag>-<rank>-<pid>-<count>" (a job may make two communicators
+// of one tag, each world made by init_from_env; the peer learns the name with the
+// connection info). strata-run (which does not link libstrata) removes what a job's ranks
+// left behind by this prefix: a rank killed before a peer opened its segment through its
+// descriptor never unlinks it.
 #pragma once
 
 #include <dirent.h>

@@ -1,5 +1,8 @@
-// Bootstrap: every rank joins the root, which answers with the table of all ranks
-// (where each listens, which host it is on). Connections are then made rank to rank.
+// Bootstrap: every rank joins the root (one short connection each), which, once all have
+// joined, sends the table of all ranks (where each listens, which host it is on) down a
+// binomial tree over the ranks' own listeners (algorithms/connections.hpp): no rank holds
+// more than a few connections at once, and none sends the table more than ceil(log2 n)
+// times. Connections are then made rank to rank, on need (core/connector.hpp).
 #pragma once
 
 #include <cstdint>
@@ -20,7 +23,7 @@ struct RankInfo {
   char machine[40];      // kernel boot id: ranks with the same one share CPUs, whatever their host
   uint64_t cpus[16];     // CPUs this rank may run on (its affinity mask), one bit each
   int32_t check;         // STRATA_CHECK of this rank
-  int32_t pad;
+  int32_t transport;     // the id of the transport row STRATA_TRANSPORT forces on every rank (ucx, ibverbs); 0: none
   uint64_t plan_settings;  // a hash of the settings that shape plans, which every rank must share
 };
 
@@ -39,13 +42,19 @@ std::string host_identity();
 // separate hosts, but not separate CPUs.
 std::string machine_identity();
 
+// The tag of a job's first communicator: the table is delivered to listeners under it.
+inline constexpr uint64_t kWorldTag = 1;
+
 // Starts the root in a detached thread that owns `listener`; it serves one job of
 // whatever size the first joiner announces, then exits (or gives up after timeout_s).
 void start_root(net::Fd listener, const Secret& secret, double timeout_s);
 
-// Joins the root and returns every rank's info, indexed by rank. `mine.listen` need only
-// carry the port: the address is the one this rank reaches the root from.
-std::vector<RankInfo> join(const net::SockAddr& root, const Secret& secret, int rank, int nranks,
-                           RankInfo mine, net::Deadline deadline);
+// Joins the root, then waits on `in` (this rank's communicator listener, whose port
+// `mine.listen` carries; the address is the one this rank reaches the root from) for the
+// table, passes it on to this rank's children in the tree, and returns every rank's info,
+// indexed by rank. What else `in` took meanwhile (peers that had the table already and
+// called this rank) stays in it, for the communicator.
+std::vector<RankInfo> join(const net::SockAddr& root, const Secret& secret, int rank, int nranks, RankInfo mine,
+                           net::Incoming& in, net::Deadline deadline);
 
 }  // namespace strata::bootstrap
