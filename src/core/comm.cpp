@@ -60,7 +60,16 @@ Request CommState::start(Call call, bool blocking) {
   if (call.memory == MemoryKind::device) {
     Call run = call;
     if (run.coll == Collective::barrier) run.memory = MemoryKind::host;  // no data: its messages take the host links
-    return on_streams({call.stream}, [this, run] { execute(run); }, blocking);
+    const size_t esz = size_of(call.type);
+    return on_streams({call.stream},
+                      {{call.send, call.geo.send_count * esz, true, false}, {call.recv, call.geo.recv_count * esz, false, true}},
+                      [this, run](const std::vector<void*>& moved) {
+                        Call staged = run;
+                        staged.send = moved[0];
+                        staged.recv = moved[1];
+                        execute(staged);
+                      },
+                      blocking);
   }
   auto fn = [this, call] { execute(call); };
   if (!blocking) return queue.submit(fn);
@@ -119,12 +128,20 @@ Plan CommState::build_plan_for(const Call& call, bool forward) const {
 
 Request CommState::run_group(std::vector<P2POp> ops, bool blocking, MemoryKind memory, std::vector<void*> streams,
                              Fault own, std::string own_what) {
-  auto fn = [this, ops = std::move(ops), own, own_what, memory] {
+  // On device memory a foreign send buffer is staged (core/foreign_staging.hpp); what a
+  // receive writes is written here, by this rank's own link, so it is not.
+  std::vector<ForeignStaging::Buffer> buffers;
+  if (memory == MemoryKind::device)
+    for (const P2POp& p : ops) buffers.push_back({p.is_send ? p.buf : nullptr, p.is_send ? p.bytes : 0, true, false});
+  auto fn = [this, ops = std::move(ops), own, own_what, memory](const std::vector<void*>& moved) {
     log::set_thread_rank(rank);
+    std::vector<P2POp> staged = ops;
+    for (size_t i = 0; i < moved.size(); ++i)
+      if (moved[i]) staged[i].buf = static_cast<char*>(moved[i]);
     std::string disagreement;
     std::vector<P2POp> checked;
-    if (cfg.check) checked = check_pairs(ops, own, disagreement);
-    const std::vector<P2POp>& run = cfg.check ? checked : ops;
+    if (cfg.check) checked = check_pairs(staged, own, disagreement);
+    const std::vector<P2POp>& run = cfg.check ? checked : staged;
     Plan plan;
     try {
       plan = p2p_plan(run, rank);
@@ -149,26 +166,45 @@ Request CommState::run_group(std::vector<P2POp> ops, bool blocking, MemoryKind m
     if (own != Fault::none) throw_fault(own, own_what + " (" + disagreement + ")");
     if (!disagreement.empty()) throw_fault(Fault::mismatch, disagreement);
   };
-  if (memory == MemoryKind::device) return on_streams(streams, fn, blocking);
-  if (!blocking) return queue.submit(fn);
-  queue.run_now(fn);
+  if (memory == MemoryKind::device) return on_streams(streams, buffers, fn, blocking);
+  auto host = [fn = std::move(fn)] { fn({}); };
+  if (!blocking) return queue.submit(host);
+  queue.run_now(host);
   return {};
 }
 
 // ---- device calls: ordered with the users' streams ----
 
-Request CommState::on_streams(const std::vector<void*>& streams, std::function<void()> fn, bool wait) {
+Request CommState::on_streams(const std::vector<void*>& streams, const std::vector<ForeignStaging::Buffer>& buffers,
+                              std::function<void(const std::vector<void*>&)> fn, bool wait) {
   Request r;
   {
     std::lock_guard lk(issue_m);
-    if (!order) order = std::make_unique<StreamOrder>(device::require_backend("a call on device memory"), rank);
+    device::Backend& backend = device::require_backend("a call on device memory");
+    for (void* s : streams)
+      if (backend.execution().stream_capturing(s))
+        throw InvalidUsage("a device call on a stream that is being captured into a CUDA graph "
+                           "(cudaStreamBeginCapture): Strata cannot be captured yet (a call's stream waits for a flag "
+                           "its worker raises from the host, which a graph replay would not wait for); make the call "
+                           "outside the capture");
+    if (!order) order = std::make_unique<StreamOrder>(backend, rank);
     // Before the stream is held: what the worker would create on its first device call (a
     // GPU driver call that creates can wait on the user's thread, blocked on that stream).
     // The worker has run no device call yet, so it touches none of this meanwhile.
     if (engine) engine->prepare(MemoryKind::device);
+    // Likewise the driver's view of the buffers: foreign ones are staged (their legacy IPC
+    // calls would need the context lock on the worker).
+    if (!staging) staging = std::make_unique<ForeignStaging>(backend);
+    ForeignStaging::Plan plan = staging->prepare(buffers);
     StreamOrder::Ticket t = order->issue(streams);
     const std::exception_ptr refused = t.error;
-    r = queue.submit([this, t = std::move(t), fn = std::move(fn)] { run_ordered(t, fn); });
+    r = queue.submit([this, t = std::move(t), plan = std::move(plan), fn = std::move(fn)] {
+      run_ordered(t, [&] {
+        staging->copy_in(plan);
+        fn(plan.moved);
+        staging->copy_out(plan);
+      });
+    });
     if (refused) std::rethrow_exception(refused);  // the worker only completes its number
   }
   if (wait) r.wait();
