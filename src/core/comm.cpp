@@ -2,6 +2,7 @@
 // ordered by the operation queue, planned through the plan cache and run by the engine.
 // Creation and split are in core/comm_create.cpp.
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "algorithms/tuner.hpp"
@@ -61,8 +62,10 @@ Request CommState::start(Call call, bool blocking) {
     Call run = call;
     if (run.coll == Collective::barrier) run.memory = MemoryKind::host;  // no data: its messages take the host links
     const size_t esz = size_of(call.type);
+    const Call::PreMul* scale = call.premul.on ? &call.premul : nullptr;
     return on_streams({call.stream},
-                      {{call.send, call.geo.send_count * esz, true, false}, {call.recv, call.geo.recv_count * esz, false, true}},
+                      {{call.send, call.geo.send_count * esz, true, false, scale, call.type},
+                       {call.recv, call.geo.recv_count * esz, false, true}},
                       [this, run](const std::vector<void*>& moved) {
                         Call staged = run;
                         staged.send = moved[0];
@@ -128,9 +131,9 @@ Plan CommState::build_plan_for(const Call& call, bool forward) const {
 
 Request CommState::run_group(std::vector<P2POp> ops, bool blocking, MemoryKind memory, std::vector<void*> streams,
                              Fault own, std::string own_what) {
-  // On device memory a foreign send buffer is staged (core/foreign_staging.hpp); what a
+  // On device memory a foreign send buffer is staged (core/call_staging.hpp); what a
   // receive writes is written here, by this rank's own link, so it is not.
-  std::vector<ForeignStaging::Buffer> buffers;
+  std::vector<CallStaging::Buffer> buffers;
   if (memory == MemoryKind::device)
     for (const P2POp& p : ops) buffers.push_back({p.is_send ? p.buf : nullptr, p.is_send ? p.bytes : 0, true, false});
   auto fn = [this, ops = std::move(ops), own, own_what, memory](const std::vector<void*>& moved) {
@@ -175,7 +178,7 @@ Request CommState::run_group(std::vector<P2POp> ops, bool blocking, MemoryKind m
 
 // ---- device calls: ordered with the users' streams ----
 
-Request CommState::on_streams(const std::vector<void*>& streams, const std::vector<ForeignStaging::Buffer>& buffers,
+Request CommState::on_streams(const std::vector<void*>& streams, const std::vector<CallStaging::Buffer>& buffers,
                               std::function<void(const std::vector<void*>&)> fn, bool wait) {
   Request r;
   {
@@ -193,9 +196,9 @@ Request CommState::on_streams(const std::vector<void*>& streams, const std::vect
     // The worker has run no device call yet, so it touches none of this meanwhile.
     if (engine) engine->prepare(MemoryKind::device);
     // Likewise the driver's view of the buffers: foreign ones are staged (their legacy IPC
-    // calls would need the context lock on the worker).
-    if (!staging) staging = std::make_unique<ForeignStaging>(backend);
-    ForeignStaging::Plan plan = staging->prepare(buffers);
+    // calls would need the context lock on the worker), as is a pre-multiplied sum's input.
+    if (!staging) staging = std::make_unique<CallStaging>(backend);
+    CallStaging::Plan plan = staging->prepare(buffers);
     StreamOrder::Ticket t = order->issue(streams);
     const std::exception_ptr refused = t.error;
     r = queue.submit([this, t = std::move(t), plan = std::move(plan), fn = std::move(fn)] {
@@ -312,9 +315,16 @@ Request Comm::start(bool blocking, Collective coll, const void* send, void* recv
 }
 
 Request Comm::start_on(device::Stream stream, Collective coll, const void* send, void* recv, size_t count,
-                       DataType type, ReduceOp op, int root) {
+                       DataType type, ReduceOp op, int root, const PreMulSum* premul) {
   CommState& s = checked();
-  return s.start(describe(coll, send, recv, count, type, op, root, s.rank, s.nranks, true, stream), false);
+  Call call = describe(coll, send, recv, count, type, op, root, s.rank, s.nranks, true, stream);
+  if (premul) {
+    if (!premul->factor) throw InvalidArgument(std::string(name(coll)) + ": the pre-multiplied sum's factor is null");
+    call.premul.on = true;
+    if (device::kind_of(premul->factor) == MemoryKind::device) call.premul.device_factor = premul->factor;
+    else std::memcpy(call.premul.value, premul->factor, size_of(type));
+  }
+  return s.start(call, false);
 }
 
 std::exception_ptr Comm::async_error() const { return checked().get_async_error(); }
@@ -324,6 +334,17 @@ void Comm::deregister_buffer(void* handle) { checked().registrations.remove(hand
 
 Request Comm::all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, device::Stream st) {
   return start_on(st, Collective::all_reduce, send, recv, count, type, op, 0);
+}
+Request Comm::all_reduce(const void* send, void* recv, size_t count, DataType type, PreMulSum op, device::Stream st) {
+  return start_on(st, Collective::all_reduce, send, recv, count, type, ReduceOp::sum, 0, &op);
+}
+Request Comm::reduce_scatter(const void* send, void* recv, size_t recvcount, DataType type, PreMulSum op,
+                             device::Stream st) {
+  return start_on(st, Collective::reduce_scatter, send, recv, recvcount, type, ReduceOp::sum, 0, &op);
+}
+Request Comm::reduce(const void* send, void* recv, size_t count, DataType type, PreMulSum op, int root,
+                     device::Stream st) {
+  return start_on(st, Collective::reduce, send, recv, count, type, ReduceOp::sum, root, &op);
 }
 Request Comm::reduce_scatter(const void* send, void* recv, size_t recvcount, DataType type, ReduceOp op,
                              device::Stream st) {

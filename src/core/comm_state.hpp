@@ -15,7 +15,7 @@
 #include "core/bootstrap/bootstrap.hpp"
 #include "core/bootstrap/launch_env.hpp"
 #include "core/engine.hpp"
-#include "core/foreign_staging.hpp"
+#include "core/call_staging.hpp"
 #include "core/op_queue.hpp"
 #include "core/plan_cache.hpp"
 #include "core/registrations.hpp"
@@ -58,9 +58,10 @@ struct CommState {
   // destroyed after the queue has stopped, releasing every stream still held.
   std::unique_ptr<StreamOrder> order;
   std::mutex issue_m;  // device calls take their numbers in the order the worker runs them
-  // Foreign device buffers (a program's cudaMalloc) copied through memory of ours around a
-  // device call (core/foreign_staging.hpp), made at the first; after the queue has stopped.
-  std::unique_ptr<ForeignStaging> staging;
+  // Device buffers copied through memory of ours around a device call: a program's own
+  // (cudaMalloc's), a pre-multiplied sum's input (core/call_staging.hpp); made at the first
+  // device call, destroyed after the queue has stopped.
+  std::unique_ptr<CallStaging> staging;
   std::unique_ptr<Engine> engine;
   Scratch scratch;  // what plans address as Buf::scratch, by memory kind
   PlanCache plans;
@@ -132,10 +133,10 @@ struct CommState {
   void execute(const Call& call);
   // A device operation: ordered after the work on `streams` and before the work queued on
   // them later (core/stream_order.hpp), run by the worker as fn(where `buffers` are now:
-  // foreign ones staged, core/foreign_staging.hpp); `wait`: returns once it is over. A
+  // some staged, core/call_staging.hpp); `wait`: returns once it is over. A
   // stream being captured into a CUDA graph is refused (InvalidUsage) before anything is
   // queued.
-  Request on_streams(const std::vector<void*>& streams, const std::vector<ForeignStaging::Buffer>& buffers,
+  Request on_streams(const std::vector<void*>& streams, const std::vector<CallStaging::Buffer>& buffers,
                      std::function<void(const std::vector<void*>&)> fn, bool wait);
   void run_ordered(const StreamOrder::Ticket& t, const std::function<void()>& fn);
   void keep_async_error(std::exception_ptr e);
