@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "device_test.hpp"
+#include "ground/device/emulated/backend.hpp"
 #include "ground/device/ipc_handle.hpp"
 #include "process_roles.hpp"
 
@@ -143,6 +144,9 @@ int held_stream_probe(const std::string& call_name, const std::string& blocker) 
   const Call* call = nullptr;
   for (const Call& c : calls())
     if (call_name == c.name) call = &c;
+  bool holds_lock = false;
+  for (const Blocker& b : kBlockers)
+    if (blocker == b.name) holds_lock = b.holds_lock;
   if (!call) return 2;
   auto& ex = dev().execution();
   auto& mem = dev().memory();
@@ -168,8 +172,12 @@ int held_stream_probe(const std::string& call_name, const std::string& blocker) 
   enum class Refusal { none, lock, other } refused = Refusal::none;
   std::thread worker([&] {
     // By then the user's thread is inside its blocking call (if it is not, the probe is
-    // weaker, never wrong).
+    // weaker, never wrong). The emulated backend says when its lock is held: there the
+    // probe waits for that, so that its verdict does not depend on a busy machine's timing.
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    if (on_emulated() && holds_lock)
+      for (int i = 0; i < 10000 && !strata::device::emulated::context_lock_held(dev()); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
     std::printf("worker: %s\n", call->name);
     std::fflush(stdout);
     try {

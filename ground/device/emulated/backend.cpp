@@ -57,6 +57,7 @@ class EmulatedBackend final : public Backend {
   Memory& memory() override { return memory_; }
   Execution& execution() override { return execution_; }
   ProgramCalls& program() override { return program_; }
+  ContextLock& lock() { return lock_; }
 
  private:
   ContextLock lock_;
@@ -76,5 +77,10 @@ Options options_from_settings() {
 }
 
 std::unique_ptr<Backend> make_backend(const Options& options) { return std::make_unique<EmulatedBackend>(options); }
+
+bool context_lock_held(Backend& b) {
+  auto* e = dynamic_cast<EmulatedBackend*>(&b);
+  return e && e->lock().held();
+}
 
 }  // namespace strata::device::emulated

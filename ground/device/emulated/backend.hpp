@@ -22,5 +22,8 @@ struct Options {
 // Options from the STRATA_EMULATED_* settings (what the process's backend uses).
 Options options_from_settings();
 std::unique_ptr<Backend> make_backend(const Options& options);
+// Whether a blocking call of another thread holds `b`'s context lock now (false for a
+// backend that is not the emulated one): how a test knows its blocking call is under way.
+bool context_lock_held(Backend& b);
 
 }  // namespace strata::device::emulated

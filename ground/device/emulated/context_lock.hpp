@@ -46,6 +46,11 @@ class ContextLock {
   }
 
   bool enabled() const { return enabled_; }
+  // Whether a blocking call holds it now (tests wait for that before probing).
+  bool held() {
+    std::lock_guard lk(m_);
+    return held_;
+  }
 
  private:
   void acquire(const char* call, const char* waits_for);
