@@ -95,33 +95,21 @@ __device__ inline uint8_t fp8_hardware_from_float(float f, bool e4m3) {
 }  // namespace
 #endif
 
-STRATA_HD static inline float float8_e4m3_to_float(uint8_t b) {
+// Hardware where there is (above), the formats' code otherwise.
 #ifdef STRATA_FP8_IN_HARDWARE
-  return fp8_hardware_to_float(b, true);
+template <typename Format, bool E4M3>
+struct Fp8Convert {
+  __device__ static float to_float(uint8_t b) { return fp8_hardware_to_float(b, E4M3); }
+  __device__ static uint8_t from_float(float f) { return fp8_hardware_from_float(f, E4M3); }
+};
 #else
-  return Fp8E4M3::to_float(b);
+template <typename Format, bool E4M3>
+struct Fp8Convert : Format {};
 #endif
-}
-STRATA_HD static inline uint8_t float_to_float8_e4m3(float f) {
-#ifdef STRATA_FP8_IN_HARDWARE
-  return fp8_hardware_from_float(f, true);
-#else
-  return Fp8E4M3::from_float(f);
-#endif
-}
-STRATA_HD static inline float float8_e5m2_to_float(uint8_t b) {
-#ifdef STRATA_FP8_IN_HARDWARE
-  return fp8_hardware_to_float(b, false);
-#else
-  return Fp8E5M2::to_float(b);
-#endif
-}
-STRATA_HD static inline uint8_t float_to_float8_e5m2(float f) {
-#ifdef STRATA_FP8_IN_HARDWARE
-  return fp8_hardware_from_float(f, false);
-#else
-  return Fp8E5M2::from_float(f);
-#endif
-}
+
+STRATA_HD static inline float float8_e4m3_to_float(uint8_t b) { return Fp8Convert<Fp8E4M3, true>::to_float(b); }
+STRATA_HD static inline uint8_t float_to_float8_e4m3(float f) { return Fp8Convert<Fp8E4M3, true>::from_float(f); }
+STRATA_HD static inline float float8_e5m2_to_float(uint8_t b) { return Fp8Convert<Fp8E5M2, false>::to_float(b); }
+STRATA_HD static inline uint8_t float_to_float8_e5m2(float f) { return Fp8Convert<Fp8E5M2, false>::from_float(f); }
 
 }  // namespace strata
