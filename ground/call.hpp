@@ -46,6 +46,14 @@ struct Call {
   int root = 0;  // broadcast, reduce: the root; send, recv: the peer
   MemoryKind memory = MemoryKind::host;  // of the buffers this rank uses (describe() finds it)
   void* stream = nullptr;  // the stream a device call is ordered on (nullptr: the default stream)
+  // A pre-multiplied sum (op is then sum): each input element times a factor first. A
+  // factor in host memory is copied here when the call is made; one in device memory is
+  // read where it is when the call runs.
+  struct PreMul {
+    bool on = false;
+    const void* device_factor = nullptr;  // null: the factor is `value`
+    alignas(8) unsigned char value[8] = {};
+  } premul;
   // Derived by describe():
   Geometry geo;
   bool in_place = false;  // the buffers are the call's in-place form

@@ -44,6 +44,8 @@ constexpr Setting kTable[] = {
     // The device layer (ground/device/, docs/device.md).
     {"STRATA_DEVICE", T::text, 0, 0, 0, "auto|cuda|emulated|none", L::process, "device backend (auto: cuda where an NVIDIA driver and GPU exist, else none)"},
     {"STRATA_EMULATED_DELAY_US", T::integer, 0, 0, 1000000, nullptr, L::process, "emulated streams sleep a random 0..N us before each task"},
+    {"STRATA_EMULATED_CUDA_RULES", T::integer, 1, 0, 1, nullptr, L::process, "1: the emulated backend blocks as CUDA does (context lock, pageable copies, legacy default stream)"},
+    {"STRATA_EMULATED_LOCK_WAIT", T::number, 20, 0.01, 1e6, nullptr, L::process, "seconds an emulated call waits for the context lock before it fails, saying a GPU would hang"},
     {"STRATA_HOST", T::text, 0, 0, 0, nullptr, L::communicator, "host identity override: equal values use shared memory"},
     // The communicator.
     {"STRATA_TIMEOUT", T::number, 300, 0.1, 1e7, nullptr, L::communicator, "seconds without progress before a peer is declared stuck"},

@@ -56,7 +56,7 @@ std::unique_ptr<Backend> make_backend(std::string_view given) {
       given.empty() ? "auto" : settings::choose("STRATA_DEVICE", given, settings::find("STRATA_DEVICE").choices);
   if (choice == "none") return nullptr;
   if (choice == "emulated")
-    return emulated::make_backend(static_cast<unsigned>(settings::integer("STRATA_EMULATED_DELAY_US")));
+    return emulated::make_backend(emulated::options_from_settings());
   if (choice == "cuda") return load_cuda();
   // auto: CUDA where a driver and a GPU exist; anything else means no device backend.
   if (!driver_present()) return nullptr;

@@ -9,6 +9,7 @@
 
 #include "ground/device/execution.hpp"
 #include "ground/device/memory.hpp"
+#include "ground/device/program_calls.hpp"
 
 namespace strata::device {
 
@@ -19,6 +20,8 @@ class Backend {
   virtual std::string device_name() const = 0;  // "NVIDIA H100 80GB HBM3", "emulated"
   virtual Memory& memory() = 0;
   virtual Execution& execution() = 0;
+  // A program's own CUDA calls (program_calls.hpp), for tests and the replay client.
+  virtual ProgramCalls& program() = 0;
 };
 
 // This process's backend (made on first use and kept until exit), or nullptr for none.

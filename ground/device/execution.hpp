@@ -20,14 +20,26 @@ using Event = void*;
 // reduce() takes at most this many sources (a kernel argument holds their addresses).
 inline constexpr int kMaxReduceSources = 32;
 
+// How a made stream relates to the default stream (nullptr, CUDA's legacy default
+// stream), as CUDA's stream flags say: a `blocking` stream (cudaStreamDefault) waits for
+// the work queued on the default stream before it, and the default stream waits for the
+// work queued on every blocking stream before its own; a `non_blocking` one
+// (cudaStreamNonBlocking, what Strata and PyTorch make) does neither.
+enum class StreamFlags : uint8_t { non_blocking, blocking };
+
 class Execution {
  public:
   virtual ~Execution() = default;
 
-  // nullptr is the default stream. Made streams do not synchronise with it.
-  virtual Stream stream_create() = 0;
+  // nullptr is the default stream. Made streams do not synchronise with it unless made
+  // `blocking`.
+  virtual Stream stream_create(StreamFlags flags = StreamFlags::non_blocking) = 0;
   virtual void stream_destroy(Stream s) = 0;  // waits for the work queued on it
   virtual void stream_synchronize(Stream s) = 0;
+  // Whether work queued on `s` is being captured into a CUDA graph (cudaStreamIsCapturing;
+  // the emulated backend answers what ProgramCalls::begin_capture set). A device call
+  // cannot be captured: its worker raises a flag from the host.
+  virtual bool stream_capturing(Stream s) = 0;
 
   // An event marks a point of a stream: record() sets it to the work queued so far,
   // query() says whether that work has finished, stream_wait() makes a stream's later

@@ -62,7 +62,7 @@ RegionRef MemfdRegions::map(int fd, size_t length, MemoryKind kind, Origin origi
   return r;
 }
 
-void* MemfdRegions::alloc(size_t bytes, MemoryKind kind) {
+void* MemfdRegions::alloc(size_t bytes, MemoryKind kind, Origin origin) {
   if (bytes == 0) return nullptr;
   const size_t length = page_round(bytes);
   int fd = memfd_create(kind == MemoryKind::device ? "strata-device" : "strata-host", MFD_CLOEXEC);
@@ -72,7 +72,7 @@ void* MemfdRegions::alloc(size_t bytes, MemoryKind kind) {
     ::close(fd);
     throw SystemError(why);
   }
-  return map(fd, length, kind, Origin::allocated)->base;
+  return map(fd, length, kind, origin)->base;
 }
 
 void* MemfdRegions::import_handle(const IpcHandle& h) {

@@ -41,8 +41,9 @@ using RegionRef = std::shared_ptr<const MemfdRegion>;
 
 class MemfdRegions {
  public:
-  // A new allocation of `bytes` (rounded up to whole pages; 0 gives nullptr).
-  void* alloc(size_t bytes, MemoryKind kind);
+  // A new allocation of `bytes` (rounded up to whole pages; 0 gives nullptr); `origin`
+  // foreign: device memory as a program's cudaMalloc makes it (the emulated backend's).
+  void* alloc(size_t bytes, MemoryKind kind, Origin origin = Origin::allocated);
   // Maps a handle of type fd (the handle keeps its fd).
   void* import_handle(const IpcHandle& handle);
   // The region starting at `base`, removed, if it is of this kind and origin (nullptr

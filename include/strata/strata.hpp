@@ -60,6 +60,12 @@ LaunchInfo launch_info();
 // InvalidArgument for an unknown type, or a null pointer where count > 0.
 void scale(void* dst, const void* src, size_t count, DataType type, const void* factor);
 
+// A pre-multiplied sum's factor (Comm's device calls taking it): one element of the call's
+// type, in host or device memory.
+struct PreMulSum {
+  const void* factor;
+};
+
 // split's color for a rank that takes part in no new communicator (C: STRATA_SPLIT_NOCOLOR).
 inline constexpr int kSplitNoColor = -1;
 
@@ -208,6 +214,15 @@ class Comm {
                  device::Stream stream);
   Request all_to_all(const void* send, void* recv, size_t count, DataType type, device::Stream stream);
   Request barrier(device::Stream stream);
+  // Pre-multiplied sums on device buffers (NCCL's ncclRedOpCreatePreMulSum, PyTorch FSDP's
+  // PREMUL_SUM): this rank's input times `op.factor` (scale()'s arithmetic), then summed.
+  // The factor is one element of `type`: in host memory it is read when the call is made, in
+  // device memory when the operation runs. The input is left as it was.
+  Request all_reduce(const void* send, void* recv, size_t count, DataType type, PreMulSum op, device::Stream stream);
+  Request reduce_scatter(const void* send, void* recv, size_t recvcount, DataType type, PreMulSum op,
+                         device::Stream stream);
+  Request reduce(const void* send, void* recv, size_t count, DataType type, PreMulSum op, int root,
+                 device::Stream stream);
   // Inside a group they are recorded with their stream: group_end orders the group on every
   // stream its calls named.
   Request send(const void* buf, size_t count, DataType type, int peer, device::Stream stream);
@@ -248,7 +263,7 @@ class Comm {
   Request start(bool blocking, Collective coll, const void* send, void* recv, size_t count, DataType type,
                 ReduceOp op, int root);
   Request start_on(device::Stream stream, Collective coll, const void* send, void* recv, size_t count, DataType type,
-                   ReduceOp op, int root);
+                   ReduceOp op, int root, const PreMulSum* premul = nullptr);
   Request end_group(bool blocking);
   std::shared_ptr<CommState> state_;
   friend struct CommState;

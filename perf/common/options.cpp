@@ -141,6 +141,9 @@ std::string apply(Options& o, char flag, const std::string& value) {
       o.in_place = n != 0;
       return {};
     case 't':
+      if (!parse_int(value, 1, 1024, n)) return bad("expected a thread count from 1 to 1024");
+      o.threads = static_cast<int>(n);
+      return {};
     case 'g':
     case 'm':
       if (!parse_int(value, 1, 1, n)) return bad("only 1 is supported: one rank per process");
@@ -302,7 +305,9 @@ std::string usage(const std::string& program) {
          "\t[-a,--average <0/1/2/3> report average iteration time <0=RANK0/1=AVG/2=MIN/3=MAX>] (default 1)\n"
          "\t[-C,--report_cputime <0/1>] (label only: host time is what is measured)\n"
          "\t[-J,--json <file>] (rank 0 writes the results as JSON)\n"
-         "\t[-t/-g/-m 1, -p/-y 0|1, -G 0] accepted for nccl-tests compatibility\n"
+         "\t[-t,--nthreads <n>] (ranks as threads of each process, each with its communicator: the job has\n"
+         "\t processes x n ranks, numbered process by process; default 1; where the tool has threads)\n"
+         "\t[-g/-m 1, -p/-y 0|1, -G 0] accepted for nccl-tests compatibility\n"
          "\t[-h,--help]\n";
 }
 

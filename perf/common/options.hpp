@@ -40,6 +40,7 @@ struct Options {
   bool in_place = true;      // -I 0: skip the in-place half of each row
   bool report_cputime = false;  // -C 1: label the time column "cputime" (same measurement)
   std::string json_path;     // --json FILE (rank 0 writes it)
+  int threads = 1;           // -t N: ranks as threads of each process (nccl-tests' -t), where the tool can
   bool help = false;
 };
 

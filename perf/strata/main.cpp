@@ -5,6 +5,7 @@
 //   strata-run -n 4 strata-perf all_reduce --api nccl          (through libnccl.so.2's nccl*)
 //   strata-run -n 2 strata-perf all_reduce --device cuda       (device buffers, on a stream)
 //   strata-run -n 2 strata-perf all_reduce --alloc strata      (host buffers peers read in place)
+//   strata-perf all_reduce -t 4 --device cuda                  (4 ranks as threads: one CUDA context)
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -65,10 +66,12 @@ int main(int argc, char** argv) {
   // The device backend is chosen once per process, from STRATA_DEVICE: set before any
   // device call (a GPU-less machine then fails at the first one, saying why).
   if (device != "host") setenv("STRATA_DEVICE", device.c_str(), 1);
-  return perf::tool_main(static_cast<int>(rest.size()), rest.data(), {"strata-perf", PERF_TOOL_VERSION, kApiUsage},
-                         [&api, &device, &alloc](const perf::Options&) -> std::unique_ptr<perf::Backend> {
-                           if (api == "nccl") return std::make_unique<perf::NcclBackend>(perf::join_job());
-                           return std::make_unique<perf::StrataBackend>(perf::join_job(), device != "host",
+  return perf::tool_main(static_cast<int>(rest.size()), rest.data(),
+                         {"strata-perf", PERF_TOOL_VERSION, kApiUsage, /*threads=*/true},
+                         [&api, &device, &alloc](const perf::Options& o, int thread) -> std::unique_ptr<perf::Backend> {
+                           strata::Comm comm = perf::join_job(thread, o.threads);
+                           if (api == "nccl") return std::make_unique<perf::NcclBackend>(std::move(comm));
+                           return std::make_unique<perf::StrataBackend>(std::move(comm), device != "host",
                                                                         alloc == "strata");
                          });
 }

@@ -2,6 +2,7 @@
 // ordered by the operation queue, planned through the plan cache and run by the engine.
 // Creation and split are in core/comm_create.cpp.
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "algorithms/tuner.hpp"
@@ -60,8 +61,18 @@ Request CommState::start(Call call, bool blocking) {
   if (call.memory == MemoryKind::device) {
     Call run = call;
     if (run.coll == Collective::barrier) run.memory = MemoryKind::host;  // no data: its messages take the host links
+    const size_t esz = size_of(call.type);
+    const Call::PreMul* scale = call.premul.on ? &call.premul : nullptr;
     return on_streams({call.stream}, run.memory == MemoryKind::device ? device_peers(run) : std::vector<int>{},
-                      [this, run] { execute(run); }, blocking);
+                      {{call.send, call.geo.send_count * esz, true, false, scale, call.type},
+                       {call.recv, call.geo.recv_count * esz, false, true}},
+                      [this, run](const std::vector<void*>& moved) {
+                        Call staged = run;
+                        staged.send = moved[0];
+                        staged.recv = moved[1];
+                        execute(staged);
+                      },
+                      blocking);
   }
   auto fn = [this, call] { execute(call); };
   if (!blocking) return queue.submit(fn);
@@ -120,12 +131,24 @@ Plan CommState::build_plan_for(const Call& call, bool forward) const {
 
 Request CommState::run_group(std::vector<P2POp> ops, bool blocking, MemoryKind memory, std::vector<void*> streams,
                              Fault own, std::string own_what) {
-  auto fn = [this, ops, own, own_what, memory] {
+  // On device memory a foreign send buffer is staged (core/call_staging.hpp); what a
+  // receive writes is written here, by this rank's own link, so it is not.
+  std::vector<CallStaging::Buffer> buffers;
+  std::vector<int> peers;  // device: connected on the caller's thread
+  if (memory == MemoryKind::device)
+    for (const P2POp& p : ops) {
+      buffers.push_back({p.is_send ? p.buf : nullptr, p.is_send ? p.bytes : 0, true, false});
+      if (p.peer != rank) peers.push_back(p.peer);
+    }
+  auto fn = [this, ops = std::move(ops), own, own_what, memory](const std::vector<void*>& moved) {
     log::set_thread_rank(rank);
+    std::vector<P2POp> staged = ops;
+    for (size_t i = 0; i < moved.size(); ++i)
+      if (moved[i]) staged[i].buf = static_cast<char*>(moved[i]);
     std::string disagreement;
     std::vector<P2POp> checked;
-    if (cfg.check) checked = check_pairs(ops, own, disagreement);
-    const std::vector<P2POp>& run = cfg.check ? checked : ops;
+    if (cfg.check) checked = check_pairs(staged, own, disagreement);
+    const std::vector<P2POp>& run = cfg.check ? checked : staged;
     Plan plan;
     try {
       plan = p2p_plan(run, rank);
@@ -150,14 +173,10 @@ Request CommState::run_group(std::vector<P2POp> ops, bool blocking, MemoryKind m
     if (own != Fault::none) throw_fault(own, own_what + " (" + disagreement + ")");
     if (!disagreement.empty()) throw_fault(Fault::mismatch, disagreement);
   };
-  if (memory == MemoryKind::device) {
-    std::vector<int> peers;
-    for (const P2POp& p : ops)
-      if (p.peer != rank) peers.push_back(p.peer);
-    return on_streams(streams, std::move(peers), fn, blocking);
-  }
-  if (!blocking) return queue.submit(fn);
-  queue.run_now(fn);
+  if (memory == MemoryKind::device) return on_streams(streams, std::move(peers), buffers, fn, blocking);
+  auto host = [fn = std::move(fn)] { fn({}); };
+  if (!blocking) return queue.submit(host);
+  queue.run_now(host);
   return {};
 }
 
@@ -175,12 +194,20 @@ std::vector<int> CommState::device_peers(const Call& call) {
   return it->second;
 }
 
-Request CommState::on_streams(const std::vector<void*>& streams, std::vector<int> peers, std::function<void()> fn,
-                              bool wait) {
+Request CommState::on_streams(const std::vector<void*>& streams, std::vector<int> peers,
+                              const std::vector<CallStaging::Buffer>& buffers,
+                              std::function<void(const std::vector<void*>&)> fn, bool wait) {
   Request r;
   {
     std::lock_guard lk(issue_m);
-    if (!order) order = std::make_unique<StreamOrder>(device::require_backend("a call on device memory"), rank);
+    device::Backend& backend = device::require_backend("a call on device memory");
+    for (void* s : streams)
+      if (backend.execution().stream_capturing(s))
+        throw InvalidUsage("a device call on a stream that is being captured into a CUDA graph "
+                           "(cudaStreamBeginCapture): Strata cannot be captured yet (a call's stream waits for a flag "
+                           "its worker raises from the host, which a graph replay would not wait for); make the call "
+                           "outside the capture");
+    if (!order) order = std::make_unique<StreamOrder>(backend, rank);
     // Before the stream is held: what the worker would create on its first device call (a
     // GPU driver call that creates can wait on the user's thread, blocked on that stream):
     // the executor, and the device links to the peers of the call, made here once nothing
@@ -197,9 +224,19 @@ Request CommState::on_streams(const std::vector<void*>& streams, std::vector<int
           engine->connect(peers, MemoryKind::device);
         });
     }
+    // Likewise the driver's view of the buffers: foreign ones are staged (their legacy IPC
+    // calls would need the context lock on the worker), as is a pre-multiplied sum's input.
+    if (!staging) staging = std::make_unique<CallStaging>(backend);
+    CallStaging::Plan plan = staging->prepare(buffers);
     StreamOrder::Ticket t = order->issue(streams);
     const std::exception_ptr refused = t.error;
-    r = queue.submit([this, t = std::move(t), fn = std::move(fn)] { run_ordered(t, fn); });
+    r = queue.submit([this, t = std::move(t), plan = std::move(plan), fn = std::move(fn)] {
+      run_ordered(t, [&] {
+        staging->copy_in(plan);
+        fn(plan.moved);
+        staging->copy_out(plan);
+      });
+    });
     if (refused) std::rethrow_exception(refused);  // the worker only completes its number
   }
   if (wait) r.wait();
@@ -319,9 +356,16 @@ Request Comm::start(bool blocking, Collective coll, const void* send, void* recv
 }
 
 Request Comm::start_on(device::Stream stream, Collective coll, const void* send, void* recv, size_t count,
-                       DataType type, ReduceOp op, int root) {
+                       DataType type, ReduceOp op, int root, const PreMulSum* premul) {
   CommState& s = checked();
-  return s.start(describe(coll, send, recv, count, type, op, root, s.rank, s.nranks, true, stream), false);
+  Call call = describe(coll, send, recv, count, type, op, root, s.rank, s.nranks, true, stream);
+  if (premul) {
+    if (!premul->factor) throw InvalidArgument(std::string(name(coll)) + ": the pre-multiplied sum's factor is null");
+    call.premul.on = true;
+    if (device::kind_of(premul->factor) == MemoryKind::device) call.premul.device_factor = premul->factor;
+    else std::memcpy(call.premul.value, premul->factor, size_of(type));
+  }
+  return s.start(call, false);
 }
 
 std::exception_ptr Comm::async_error() const { return checked().get_async_error(); }
@@ -331,6 +375,17 @@ void Comm::deregister_buffer(void* handle) { checked().registrations.remove(hand
 
 Request Comm::all_reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, device::Stream st) {
   return start_on(st, Collective::all_reduce, send, recv, count, type, op, 0);
+}
+Request Comm::all_reduce(const void* send, void* recv, size_t count, DataType type, PreMulSum op, device::Stream st) {
+  return start_on(st, Collective::all_reduce, send, recv, count, type, ReduceOp::sum, 0, &op);
+}
+Request Comm::reduce_scatter(const void* send, void* recv, size_t recvcount, DataType type, PreMulSum op,
+                             device::Stream st) {
+  return start_on(st, Collective::reduce_scatter, send, recv, recvcount, type, ReduceOp::sum, 0, &op);
+}
+Request Comm::reduce(const void* send, void* recv, size_t count, DataType type, PreMulSum op, int root,
+                     device::Stream st) {
+  return start_on(st, Collective::reduce, send, recv, count, type, ReduceOp::sum, root, &op);
 }
 Request Comm::reduce_scatter(const void* send, void* recv, size_t recvcount, DataType type, ReduceOp op,
                              device::Stream st) {

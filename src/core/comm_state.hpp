@@ -16,6 +16,7 @@
 #include "core/bootstrap/bootstrap.hpp"
 #include "core/bootstrap/launch_env.hpp"
 #include "core/engine.hpp"
+#include "core/call_staging.hpp"
 #include "core/op_queue.hpp"
 #include "core/plan_cache.hpp"
 #include "core/registrations.hpp"
@@ -59,6 +60,10 @@ struct CommState {
   std::unique_ptr<StreamOrder> order;
   std::mutex issue_m;  // device calls take their numbers in the order the worker runs them
   std::map<PlanCache::Key, std::vector<int>> device_peers_of;  // under issue_m: device_peers' answers
+  // Device buffers copied through memory of ours around a device call: a program's own
+  // (cudaMalloc's), a pre-multiplied sum's input (core/call_staging.hpp); made at the first
+  // device call, destroyed after the queue has stopped.
+  std::unique_ptr<CallStaging> staging;
   std::unique_ptr<Engine> engine;
   Scratch scratch;  // what plans address as Buf::scratch, by memory kind
   PlanCache plans;
@@ -137,8 +142,14 @@ struct CommState {
  private:
   void execute(const Call& call);
   // A device operation: ordered after the work on `streams` and before the work queued on
-  // them later (core/stream_order.hpp), run by the worker; `wait`: returns once it is over.
-  Request on_streams(const std::vector<void*>& streams, std::vector<int> peers, std::function<void()> fn, bool wait);
+  // them later (core/stream_order.hpp), run by the worker as fn(where `buffers` are now:
+  // some staged, core/call_staging.hpp); `wait`: returns once it is over. The links to
+  // `peers` (the ranks the call's plan addresses) are made first, on this thread. A
+  // stream being captured into a CUDA graph is refused (InvalidUsage) before anything is
+  // queued.
+  Request on_streams(const std::vector<void*>& streams, std::vector<int> peers,
+                     const std::vector<CallStaging::Buffer>& buffers,
+                     std::function<void(const std::vector<void*>&)> fn, bool wait);
   std::vector<int> device_peers(const Call& call);
   void run_ordered(const StreamOrder::Ticket& t, const std::function<void()>& fn);
   void keep_async_error(std::exception_ptr e);

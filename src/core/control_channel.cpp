@@ -416,6 +416,9 @@ void ControlChannel::abort() {
 }
 
 void ControlChannel::read(Reader& r, int wait_ms) {
+  for (const auto& [from, n] : deferred_)  // read while this communicator was being created
+    if (is_shrink_notice(n.kind)) shrink_notices_.emplace_back(from, n);
+  deferred_.clear();
   for (const auto& [from, n] : shrink_notices_) r.notice(from, n);
   shrink_notices_.clear();
   for (int j = 0; j < nranks_; ++j)  // closed while a call ran, which reported no one

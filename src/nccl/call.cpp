@@ -102,11 +102,24 @@ Work ops_of(const NcclCall& c, const CommState& state, const strata::Comm& comm,
     } else {
       // A pre-multiplied sum: this rank's input times its scalar, then a sum.
       const PreMulSum p = state.op(c.op);
-      if (device || strata::device::kind_of(p.scalar()) == strata::MemoryKind::device)
+      if (device) {
+        // Strata stages the input scaled, on the call's stream; a host value is read when the
+        // call is posted (kept here until then: `p` is a copy).
+        if (p.where) {
+          op.premul = p.where;
+        } else {
+          w.scaled = p.value;
+          op.premul = w.scaled.data();
+        }
+        w.ops.push_back(op);
+        return w;
+      }
+      if (strata::device::kind_of(p.scalar()) == strata::MemoryKind::device)
         throw strata::InvalidUsage("op " + std::to_string(static_cast<int>(c.op)) +
-                                   " is a pre-multiplied sum (ncclRedOpCreatePreMulSum), which Strata's libnccl.so.2 "
-                                   "does not implement on device memory (buffers or scalar): its scaling reads host "
-                                   "memory only");
+                                   " is a pre-multiplied sum (ncclRedOpCreatePreMulSum) whose scalar is in device "
+                                   "memory (ncclScalarDevice), on host buffers: Strata's libnccl.so.2 scales host "
+                                   "buffers on the host before the call, and cannot read the scalar there; give "
+                                   "device buffers, or the scalar as ncclScalarHostImmediate");
       const strata::Geometry g = strata::geometry(op.coll, c.count, comm.size(), comm.rank(), c.root);
       if (g.send_count > 0 && c.send) {
         w.scaled.resize(g.send_count * strata::size_of(t));
@@ -144,6 +157,15 @@ strata::Request either(bool blocking, Sync&& sync, Async&& async) {
 // Device buffers: queued on the op's stream, returning at once (inside a group, send and
 // recv are recorded with their stream).
 strata::Request post_on_stream(strata::Comm& c, const StrataOp& o) {
+  if (o.premul) {
+    const strata::PreMulSum p{o.premul};
+    switch (o.coll) {
+      case strata::Collective::all_reduce: return c.all_reduce(o.send, o.recv, o.count, o.type, p, o.stream);
+      case strata::Collective::reduce_scatter: return c.reduce_scatter(o.send, o.recv, o.count, o.type, p, o.stream);
+      case strata::Collective::reduce: return c.reduce(o.send, o.recv, o.count, o.type, p, o.root, o.stream);
+      default: throw strata::InternalError("the NCCL front end posted a pre-multiplied sum that is no reduction");
+    }
+  }
   switch (o.coll) {
     case strata::Collective::all_reduce: return c.all_reduce(o.send, o.recv, o.count, o.type, o.op, o.stream);
     case strata::Collective::reduce_scatter: return c.reduce_scatter(o.send, o.recv, o.count, o.type, o.op, o.stream);

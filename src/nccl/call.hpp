@@ -47,19 +47,23 @@ struct StrataOp {
   // Device buffers: posted with the Comm overloads taking `stream`, never waited for.
   bool on_device = false;
   strata::device::Stream stream = nullptr;
+  // A pre-multiplied sum on device buffers (op is then sum): its factor, in host or device
+  // memory (Comm's PreMulSum overloads; on host buffers the input is scaled before the call).
+  const void* premul = nullptr;
 };
 
 // An NCCL call's work on a Strata communicator: one collective, or transfers that run as
-// one group (send, recv, gather, scatter). Holds a pre-multiplied sum's scaled input until
-// it has run; move it, do not copy it.
+// one group (send, recv, gather, scatter). Holds a pre-multiplied sum's scaled input (host
+// buffers) or its factor (device buffers) until it has been posted; move it, do not copy it.
 struct Work {
   std::vector<StrataOp> ops;
   bool transfers = false;
   std::vector<std::byte> scaled;
 };
 
-// Reads the input of a pre-multiplied sum (it scales it), so it runs when the call runs.
-// A pre-multiplied sum on device buffers is InvalidUsage (strata::scale reads host memory).
+// Reads the input of a pre-multiplied sum on host buffers (it scales it), so it runs when
+// the call runs; on device buffers the factor goes with the call. A factor in device memory
+// with host buffers is InvalidUsage.
 Work translate(const NcclCall& call, const CommState& state, const strata::Comm& comm);
 
 // Runs the work of one communicator's calls as an NCCL group does: the collectives in

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "errors.hpp"
+#include "strata/device.hpp"
 
 namespace strata_nccl {
 
@@ -158,20 +159,37 @@ PreMulSum CommState::op(ncclRedOp_t op) const {
 }
 
 void* CommState::add_registration(void* buff, size_t size) {
+  strata::Comm c = use();
+  void* registered = nullptr;
+  if (buff && size > 0 && strata::device::kind_of(buff) == strata::MemoryKind::host) {
+    try {
+      registered = c.register_buffer(buff, size);
+    } catch (const strata::InvalidArgument&) {
+      // Private memory (malloc's, the stack): no other process can map it; used as it is.
+    }
+  }
   auto handle = std::make_unique<char>();  // a unique address for the caller to hand back
   std::lock_guard lk(m_);
   void* h = handle.release();
-  registrations_.emplace(h, std::make_pair(buff, size));
+  registrations_.emplace(h, registered);
   return h;
 }
 
 void CommState::remove_registration(void* handle) {
-  std::lock_guard lk(m_);
-  auto it = registrations_.find(handle);
-  if (it == registrations_.end())
-    throw strata::InvalidArgument("handle is not a registration of this communicator (ncclCommRegister)");
-  registrations_.erase(it);
-  delete static_cast<char*>(handle);
+  void* registered = nullptr;
+  bool live = false;
+  {
+    std::lock_guard lk(m_);
+    auto it = registrations_.find(handle);
+    if (it == registrations_.end())
+      throw strata::InvalidArgument("handle is not a registration of this communicator (ncclCommRegister)");
+    registered = it->second;
+    registrations_.erase(it);
+    delete static_cast<char*>(handle);
+    live = comm_.valid() && !finalized_ && !aborted_;
+  }
+  // A communicator finalized or aborted since released its registrations with it.
+  if (registered && live) use().deregister_buffer(registered);
 }
 
 void CommState::finalize() {

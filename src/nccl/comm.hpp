@@ -67,7 +67,12 @@ class CommState : public std::enable_shared_from_this<CommState> {
   void remove_op(ncclRedOp_t op);  // InvalidArgument when it is not one
   PreMulSum op(ncclRedOp_t op) const;  // InvalidArgument when it is not one
 
-  // ncclCommRegister: host memory needs nothing; the ranges are kept to check deregistration.
+  // ncclCommRegister: host memory that other processes can map (strata::alloc's, a memfd
+  // mapped MAP_SHARED) is registered with the communicator (Comm::register_buffer: peers on
+  // the node read it in place); other memory is used as it is, unregistered, as NCCL does
+  // with buffers it cannot register (device memory needs no registration: the ipc link
+  // maps Strata's allocations, and stages a program's own). The handle is ours either way,
+  // so a wrong or repeated deregistration is InvalidArgument.
   void* add_registration(void* buff, size_t size);
   void remove_registration(void* handle);
 
@@ -92,7 +97,7 @@ class CommState : public std::enable_shared_from_this<CommState> {
   std::string error_text_;
   std::map<int, PreMulSum> ops_;
   int next_op_ = ncclNumOps;
-  std::map<void*, std::pair<void*, size_t>> registrations_;
+  std::map<void*, void*> registrations_;  // our handle -> Comm::register_buffer's (nullptr: unregistered)
 };
 
 // The handle the caller holds for a state.

@@ -168,6 +168,9 @@ std::vector<Config> device_configs() {
   // Small chunks: many pieces per message, chunk boundaries at --quick's 4 KiB sizes.
   v.push_back({"device_chunks_n3", 3, {{"STRATA_CHUNK_BYTES", "4096"}},
                {"--quick", "--device", "--types=float,int8", "--no-misc"}, 300});
+  // Buffers inside a program's own cudaMalloc (PyTorch's): staged through Strata's memory
+  // around each call (core/call_staging.hpp), in place and out.
+  v.push_back({"device_foreign_n3", 3, delays, {"--quick", "--device", "--foreign", "--types=float,int32"}, 300});
   // Two emulated hosts (network namespaces): staging across, IPC inside.
   v.push_back({"device_hosts2_n4", 4, {}, {"--quick", "--device", "--types=float,bfloat16,int32"}, 300, {"--hosts", "2"}});
   return v;

@@ -29,6 +29,7 @@ struct Options {
   int max_print = 10;
   bool verbose = false;
   bool device = false;  // --device
+  bool foreign = false;  // --foreign: device buffers inside a program's own cudaMalloc
   std::vector<std::string> alloc;  // --alloc=user,strata,registered: rank r uses alloc[r % size]
 };
 

@@ -6,6 +6,8 @@
 
 #include <sstream>
 
+#include "ground/device/backend.hpp"
+
 namespace strata_test {
 
 namespace {
@@ -49,7 +51,9 @@ AllocMode& alloc_mode() {
 }
 
 void Buf::release() {
-  if (dev_) strata::free(dev_);
+  if (segment_) strata::device::backend()->program().device_free(segment_);
+  else if (dev_) strata::free(dev_);
+  segment_ = nullptr;
   if (raw_ && (device_mode().on || kind_ == AllocMode::strata)) {
     strata::free(raw_);
   } else if (raw_ && kind_ == AllocMode::registered) {
@@ -84,7 +88,12 @@ void Buf::alloc(size_t bytes) {
     // Pinned host memory: on CUDA a copy to or from pageable memory waits for its stream,
     // which would hide a missing order between the call and the copies around it.
     raw_ = strata::alloc(total, strata::MemoryKind::host);
-    dev_ = strata::alloc(total, strata::MemoryKind::device);
+    if (device_mode().foreign) {
+      segment_ = strata::device::backend()->program().device_malloc(total + kForeignOffset);
+      dev_ = static_cast<char*>(segment_) + kForeignOffset;
+    } else {
+      dev_ = strata::alloc(total, strata::MemoryKind::device);
+    }
   } else if ((kind_ = alloc_mode().kind) == AllocMode::strata) {
     raw_ = strata::alloc(total, strata::MemoryKind::host);
   } else if (kind_ == AllocMode::registered) {

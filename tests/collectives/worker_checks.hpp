@@ -55,6 +55,9 @@ void guarded(const Reporter& rep, const std::string& desc, F f) {
 struct DeviceMode {
   bool on = false;
   strata::device::Stream stream = nullptr;  // the worker's stream (nullptr: the default one)
+  // Device buffers lie inside allocations of the program's own (ProgramCalls::device_malloc:
+  // PyTorch's cudaMalloc segments, which Strata stages), 256 bytes past their start.
+  bool foreign = false;
 };
 DeviceMode& device_mode();
 
@@ -79,8 +82,9 @@ class Buf {
   Buf(const Buf&) = delete;
   Buf& operator=(const Buf&) = delete;
   Buf(Buf&& o) noexcept
-      : raw_(o.raw_), dev_(o.dev_), bytes_(o.bytes_), kind_(o.kind_), handle_(o.handle_), fd_(o.fd_), mapped_(o.mapped_) {
-    o.raw_ = o.dev_ = o.handle_ = nullptr;
+      : raw_(o.raw_), dev_(o.dev_), segment_(o.segment_), bytes_(o.bytes_), kind_(o.kind_), handle_(o.handle_), fd_(o.fd_),
+        mapped_(o.mapped_) {
+    o.raw_ = o.dev_ = o.segment_ = o.handle_ = nullptr;
     o.fd_ = -1;
   }
   void alloc(size_t bytes);
@@ -107,9 +111,11 @@ class Buf {
 
  private:
   static constexpr size_t kGuard = 64;
+  static constexpr size_t kForeignOffset = 256;
   void release();
   void* raw_ = nullptr;
   void* dev_ = nullptr;  // device mode: the twin
+  void* segment_ = nullptr;  // --foreign: the program's allocation holding dev_
   size_t bytes_ = 0;
   AllocMode::Kind kind_ = AllocMode::user;
   void* handle_ = nullptr;  // registered: the registration

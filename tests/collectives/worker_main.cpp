@@ -90,6 +90,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--no-misc") o.misc = 0;
     else if (a == "--verbose") o.verbose = true;
     else if (a == "--device") o.device = true;
+    else if (a == "--foreign") o.foreign = true;
     else if (auto v = val("--alloc")) o.alloc = split_list(*v);
     else if (auto v = val("--colls")) o.colls = parse_names(*v, parse_matrix_collective, "collective");
     else if (auto v = val("--types")) o.types = parse_names(*v, parse_datatype, "type");
@@ -128,6 +129,7 @@ int main(int argc, char** argv) {
   try {
     if (o.device) {
       device_mode().on = true;
+      device_mode().foreign = o.foreign;
       device_mode().stream = device::stream_create();
     }
     comm = Comm::init_from_env();

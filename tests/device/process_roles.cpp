@@ -15,7 +15,7 @@ struct Role {
   int (*run)(int, char**);
 };
 const Role kRoles[] = {{"--ipc-peer", ipc_peer_role}, {"--no-backend", no_backend_role}, {"--link-rank", link_rank_role},
-                       {"--held-stream", held_stream_role}};
+                       {"--held-stream", held_stream_role}, {"--implicit-sync-hang", implicit_sync_hang_role}};
 
 }  // namespace
 

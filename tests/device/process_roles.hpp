@@ -28,5 +28,6 @@ SpawnSpec role_spec(const std::string& flag, const std::vector<std::string>& arg
 int ipc_peer_role(int argc, char** argv);          // test_ipc.cpp
 int no_backend_role(int argc, char** argv);        // test_memory.cpp
 int held_stream_role(int argc, char** argv);       // test_held_stream.cpp
+int implicit_sync_hang_role(int argc, char** argv);  // test_blocking_rules.cpp
 
 }  // namespace strata_test

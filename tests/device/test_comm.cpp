@@ -204,6 +204,24 @@ TEST(DeviceCalls, AStreamThatNeverReachesItsCallTimesOutAndIsReleased) {
   dev().execution().stream_destroy(s);
 }
 
+// A stream being captured into a CUDA graph: the call is refused at once naming capture
+// (a graph would not replay the worker's flag), nothing is queued on the stream, and the
+// communicator goes on. On CUDA the capture is cudaStreamBeginCapture's.
+TEST(DeviceCalls, ACallOnAStreamBeingCapturedIsRefusedNamingCapture) {
+  Comm c = one_rank(5);
+  DeviceBuffer d(4096);
+  device::Stream s = dev().execution().stream_create();
+  dev().program().begin_capture(s);
+  const std::string m = message_of<InvalidUsage>([&] { c.all_reduce(d.get(), d.get(), 1024, DataType::float32, ReduceOp::sum, s); });
+  dev().program().end_capture(s);
+  EXPECT_TRUE(has(m, "captured into a CUDA graph")) << m;
+  EXPECT_TRUE(drains_within(s, 2.0)) << "the refused call left something on the stream";
+  c.all_reduce(d.get(), d.get(), 1024, DataType::float32, ReduceOp::sum, s).wait();
+  EXPECT_FALSE(c.async_error());
+  c.destroy();
+  dev().execution().stream_destroy(s);
+}
+
 // Calls queued behind a held stream never run when the communicator is aborted, and the
 // stream is not left waiting for them.
 TEST(DeviceCalls, AbortReleasesTheStreamsOfCallsThatNeverRan) {

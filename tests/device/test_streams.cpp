@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -152,21 +153,27 @@ TEST(Streams, SynchronizeWaitsForEverythingQueuedBeforeIt) {
 int stale_reads(Execution& ex, strata::device::Memory& mem, bool wait, int trials) {
   const size_t n = 256;
   void* d = mem.alloc(n);
-  std::vector<uint8_t> zero(n, 0), fresh(n, 0xab), got(n);
+  // Pinned host memory: a copy from or to pageable memory waits for its stream, which
+  // would order the reader after the writer by itself.
+  auto* pinned = static_cast<uint8_t*>(mem.host_alloc(3 * n));
+  uint8_t *zero = pinned, *fresh = pinned + n, *got = pinned + 2 * n;
+  std::memset(zero, 0, n);
+  std::memset(fresh, 0xab, n);
   Stream writer = ex.stream_create(), reader = ex.stream_create();
   Event e = ex.event_create();
   int stale = 0;
   for (int t = 0; t < trials; ++t) {
-    ex.copy(d, zero.data(), n, writer);
+    ex.copy(d, zero, n, writer);
     ex.stream_synchronize(writer);
-    ex.copy(d, fresh.data(), n, writer);
+    ex.copy(d, fresh, n, writer);
     ex.event_record(e, writer);
     if (wait) ex.stream_wait(reader, e);
-    ex.copy(got.data(), d, n, reader);
+    ex.copy(got, d, n, reader);
     ex.stream_synchronize(reader);
     ex.stream_synchronize(writer);
-    stale += got != fresh;
+    stale += std::memcmp(got, fresh, n) != 0;
   }
+  mem.host_free(pinned);
   ex.event_destroy(e);
   ex.stream_destroy(writer);
   ex.stream_destroy(reader);
@@ -226,7 +233,7 @@ constexpr bool kThreadSanitizer = false;
 
 TEST(Streams, DelayModeCatchesAMissingWait) {
   if (!on_emulated()) GTEST_SKIP() << "the delay mode is the emulated backend's";
-  auto delayed = strata::device::emulated::make_backend(2000);
+  auto delayed = strata::device::emulated::make_backend({.delay_us = 2000});
   if (!kThreadSanitizer) {
     EXPECT_GT(stale_reads(delayed->execution(), delayed->memory(), false, 30), 0)
         << "a reader that does not wait for the writer was never caught";

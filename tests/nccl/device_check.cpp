@@ -1,7 +1,7 @@
 // What the NCCL front end does with device buffers beyond the collectives matrix
 // (collectives_check_device): stream order between calls, a group of collectives and
-// transfers, that a call returns before its stream reaches it, the pre-multiplied sum's
-// refusal, and ncclCommGetAsyncError reporting a dead peer. Buffers from ncclMemAlloc on
+// transfers, that a call returns before its stream reaches it, pre-multiplied sums, and
+// ncclCommGetAsyncError reporting a dead peer. Buffers from ncclMemAlloc on
 // Strata's device layer (harness_device.cpp); run with STRATA_DEVICE=emulated.
 //   strata-run -n 3 device_check ID_FILE
 #include <atomic>
@@ -128,24 +128,87 @@ void returns_at_once(ncclComm_t comm) {
   harness_free(x);
 }
 
-// A pre-multiplied sum scales on the host: on device buffers it is refused on every rank,
-// naming why, and the communicator goes on.
-void premul_refused(ncclComm_t comm) {
-  double scalar = 2;
+// Pre-multiplied sums on device buffers (PyTorch FSDP's PREMUL_SUM): each rank's input
+// times its own factor, then summed; the factor a host value (copied when the op is made)
+// or in device memory (read when the call runs: written on the stream just before it), in
+// double and bfloat16, all-reduce out of place and in place, reduce-scatter, reduce.
+// Inputs and factors are exact in both types, so the reference is a serial sum in double.
+void premul_on_device(ncclComm_t comm) {
+  const int n = g_size;
+  auto factor_of = [](int rank) { return 0.5 * (rank + 1); };
+  auto value = [](int rank, size_t i) { return static_cast<double>((rank + i) % 5 + 1); };
+  for (ncclDataType_t t : {ncclFloat64, ncclBfloat16}) {
+    const size_t esz = harness_size(t);
+    for (ncclScalarResidence_t where : {ncclScalarHostImmediate, ncclScalarDevice}) {
+      const std::string what = std::string(harness_type_name(t)) +
+                               (where == ncclScalarDevice ? ", factor in device memory" : ", factor a host value");
+      std::vector<char> factor(esz);
+      // A device factor holds a wrong value when the op is made and the right one when the
+      // call runs.
+      harness_put(factor.data(), t, 0, where == ncclScalarDevice ? 100.0 : factor_of(g_rank));
+      void* dfactor = harness_alloc(esz);
+      harness_upload(dfactor, factor.data(), esz);
+      ncclRedOp_t op;
+      MUST(ncclRedOpCreatePreMulSum(&op, where == ncclScalarDevice ? dfactor : factor.data(), t, where, comm));
+      if (where == ncclScalarDevice) {
+        harness_put(factor.data(), t, 0, factor_of(g_rank));
+        harness_upload(dfactor, factor.data(), esz);
+      }
+      const size_t total = n * kCount;
+      std::vector<char> in(total * esz);
+      for (size_t i = 0; i < total; ++i) harness_put(in.data(), t, i, value(g_rank, i));
+      auto want = [&](size_t i) {
+        double sum = 0;
+        for (int r = 0; r < n; ++r) sum += factor_of(r) * value(r, i);
+        return sum;
+      };
+      void* x = harness_alloc(total * esz);
+      void* y = harness_alloc(total * esz);
+      for (const char* coll : {"all-reduce", "all-reduce in place", "reduce-scatter", "reduce"}) {
+        harness_upload(x, in.data(), total * esz);
+        const std::string name = what + ", " + coll;
+        const bool in_place = std::strcmp(coll, "all-reduce in place") == 0;
+        size_t first = 0, count = total;
+        if (!std::strcmp(coll, "all-reduce")) {
+          CHECK_RESULT(ncclAllReduce(x, y, total, t, op, comm, harness_stream()), ncclSuccess);
+        } else if (in_place) {
+          CHECK_RESULT(ncclAllReduce(x, x, total, t, op, comm, harness_stream()), ncclSuccess);
+        } else if (!std::strcmp(coll, "reduce-scatter")) {
+          CHECK_RESULT(ncclReduceScatter(x, y, kCount, t, op, comm, harness_stream()), ncclSuccess);
+          first = g_rank * kCount;
+          count = kCount;
+        } else {
+          CHECK_RESULT(ncclReduce(x, y, total, t, op, 0, comm, harness_stream()), ncclSuccess);
+          if (g_rank != 0) count = 0;
+        }
+        std::vector<char> got(total * esz);
+        harness_download(got.data(), in_place ? x : y, total * esz);
+        size_t wrong = 0;
+        for (size_t i = 0; i < count; ++i) wrong += harness_get(got.data(), t, i) != want(first + i);
+        CHECK(wrong == 0, (name + ": " + std::to_string(wrong) + " wrong").c_str());
+        if (!in_place) {
+          harness_download(got.data(), x, total * esz);
+          CHECK(got == in, (name + ": the input is left as it was").c_str());
+        }
+      }
+      MUST(ncclRedOpDestroy(op, comm));
+      harness_free(x);
+      harness_free(y);
+      harness_free(dfactor);
+    }
+  }
+  // Host buffers with a factor in device memory cannot be scaled before the call: refused
+  // naming why, and the communicator goes on.
+  double h[4] = {1, 2, 3, 4};
+  void* dfactor = device_doubles({2.0});
   ncclRedOp_t op;
-  MUST(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat64, ncclScalarHostImmediate, comm));
-  void* x = harness_alloc(kCount * sizeof(double));
-  CHECK_RESULT(ncclAllReduce(x, x, kCount, ncclFloat64, op, comm, harness_stream()), ncclInvalidUsage);
-  CHECK(last_error_has("pre-multiplied sum") && last_error_has("device memory"),
-        "the refused pre-multiplied sum names why");
+  MUST(ncclRedOpCreatePreMulSum(&op, dfactor, ncclFloat64, ncclScalarDevice, comm));
+  CHECK_RESULT(ncclAllReduce(h, h, 4, ncclFloat64, op, comm, nullptr), ncclInvalidUsage);
+  CHECK(last_error_has("ncclScalarDevice") && last_error_has("host buffers"), "the refusal names why");
   MUST(ncclRedOpDestroy(op, comm));
-  harness_free(x);
-  std::vector<double> ones(kCount, 1.0);
-  void* y = device_doubles(ones);
-  CHECK_RESULT(ncclAllReduce(y, y, kCount, ncclFloat64, ncclSum, comm, harness_stream()), ncclSuccess);
-  const std::vector<double> got = read_doubles(y, kCount);
-  CHECK(got[0] == g_size && got[kCount - 1] == g_size, "the communicator works after the refusal");
-  harness_free(y);
+  harness_free(dfactor);
+  CHECK_RESULT(ncclAllReduce(h, h, 4, ncclFloat64, ncclSum, comm, nullptr), ncclSuccess);
+  CHECK(h[3] == 4.0 * g_size, "the communicator works after the refusal");
 }
 
 // The others queue an all-reduce on device buffers behind a held stream (it returns at
@@ -201,7 +264,7 @@ int main(int argc, char** argv) {
   chained(world);
   group(world);
   returns_at_once(world);
-  premul_refused(world);
+  premul_on_device(world);
   dead_peer(world);
   MUST(ncclCommDestroy(world));
   return harness_report("device_check");

@@ -7,6 +7,9 @@
 // ncclMemAlloc and registration, bad arguments answered with NCCL's codes, the abort of a
 // stuck call, shrink after a rank aborted, finalize and destroy. Prints
 // "semantics_check rank R: N checks, F failed"; exit 0 when none failed.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
@@ -15,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "ground/device/shared_host.hpp"  // whether a registered buffer was made shareable
 #include "harness.h"
 #include "strata/types.hpp"  // whether this Strata has fp8 types: then fp8 calls must work
 
@@ -241,6 +245,33 @@ void memory(ncclComm_t world) {
   CHECK_RESULT(ncclCommDeregister(world, handle), ncclSuccess);
   CHECK_RESULT(ncclCommDeregister(world, handle), ncclInvalidArgument);
   CHECK_RESULT(ncclMemFree(buf), ncclSuccess);
+  // Host memory another process can map (a memfd mapped MAP_SHARED) is registered with
+  // the Strata communicator (Comm::register_buffer: the node's peers read it in place) until
+  // deregistered; private memory is accepted and used as it is.
+  const size_t bytes = 1 << 20;
+  const int fd = memfd_create("semantics-check", MFD_CLOEXEC);
+  void* shared = fd >= 0 && ftruncate(fd, bytes) == 0 ? mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                                                      : MAP_FAILED;
+  CHECK(shared != MAP_FAILED, "a memfd mapped MAP_SHARED");
+  if (shared != MAP_FAILED) {
+    CHECK(!strata::device::shareable_host_region(shared, bytes), "a memfd mapping is not shareable before it is registered");
+    CHECK_RESULT(ncclCommRegister(world, shared, bytes, &handle), ncclSuccess);
+    CHECK(strata::device::shareable_host_region(shared, bytes) != nullptr,
+          "ncclCommRegister registered shareable host memory with the communicator");
+    auto* v = static_cast<float*>(shared);
+    for (size_t i = 0; i < bytes / sizeof(float); ++i) v[i] = static_cast<float>(g_rank + 1);
+    CHECK_RESULT(ncclAllReduce(v, v, bytes / sizeof(float), ncclFloat32, ncclSum, world, nullptr), ncclSuccess);
+    CHECK(v[0] == g_size * (g_size + 1) / 2 && v[bytes / sizeof(float) - 1] == g_size * (g_size + 1) / 2,
+          "all-reduce in registered memory");
+    CHECK_RESULT(ncclCommDeregister(world, handle), ncclSuccess);
+    CHECK(!strata::device::shareable_host_region(shared, bytes), "ncclCommDeregister released the registration");
+    munmap(shared, bytes);
+  }
+  if (fd >= 0) close(fd);
+  std::vector<char> private_memory(4096);
+  CHECK_RESULT(ncclCommRegister(world, private_memory.data(), private_memory.size(), &handle), ncclSuccess);
+  CHECK(!strata::device::shareable_host_region(private_memory.data(), 1), "private memory is not registered");
+  CHECK_RESULT(ncclCommDeregister(world, handle), ncclSuccess);
   int stack = 0;
   CHECK_RESULT(ncclMemFree(&stack), ncclInvalidArgument);
   CHECK_RESULT(ncclMemAlloc(nullptr, 64), ncclInvalidArgument);

@@ -158,7 +158,7 @@ int run_main(std::vector<std::string> args, bool corrupt = false) {
   testing::internal::CaptureStdout();
   testing::internal::CaptureStderr();
   const int rc = tool_main(static_cast<int>(argv.size()), argv.data(), {"fake-perf", "0", ""},
-                           [corrupt](const Options&) -> std::unique_ptr<Backend> {
+                           [corrupt](const Options&, int) -> std::unique_ptr<Backend> {
                              auto b = std::make_unique<LoopbackBackend>();
                              b->corrupt = corrupt;
                              return b;
@@ -177,6 +177,7 @@ TEST(ToolMain, ExitStatus) {
   EXPECT_EQ(run_main({"fake-perf"}), 2);
   EXPECT_EQ(run_main({"fake-perf", "broadcast", "-r", "1", "-b", "8", "-e", "8"}), 2);  // 1-rank job
   EXPECT_EQ(run_main({"fake-perf", "all_reduce", "-b", "8", "-e", "8", "--json", "/nonexistent/dir/x.json"}), 2);
+  EXPECT_EQ(run_main({"fake-perf", "all_reduce", "-t", "2"}), 2) << "a tool without threads refuses -t 2";
 }
 
 TEST(ToolMain, WritesJson) {

@@ -97,6 +97,12 @@ TEST(ParseOptions, Help) {
   EXPECT_NE(usage("strata-perf").find("-b,--minbytes"), std::string::npos);
 }
 
+TEST(ParseOptions, ThreadsPerProcess) {
+  EXPECT_EQ(parse({"all_reduce"}).options.threads, 1);
+  EXPECT_EQ(parse({"all_reduce", "-t", "4"}).options.threads, 4);
+  EXPECT_EQ(parse({"all_reduce", "--nthreads=8"}).options.threads, 8);
+}
+
 TEST(ParseOptions, BadFlagsAreErrors) {
   const std::vector<std::vector<std::string>> bad = {
       {},                                   // no collective
@@ -116,7 +122,9 @@ TEST(ParseOptions, BadFlagsAreErrors) {
       {"all_reduce", "-z", "2"},
       {"all_reduce", "-I", "2"},
       {"all_reduce", "-r", "-2"},
-      {"all_reduce", "-t", "2"},            // threads per process: not supported
+      {"all_reduce", "-t", "0"},            // threads per process: at least one
+      {"all_reduce", "-t", "1025"},
+      {"all_reduce", "-g", "2"},            // GPUs per thread: one
       {"all_reduce", "-b", "0", "-e", "8", "-i", "0"},  // would never advance
       {"all_reduce", "stray"},
   };

@@ -41,4 +41,27 @@ TEST(PerfTool, EveryCollectiveValidatesThroughTheNcclApi) {
   }
 }
 
+// -t: ranks as threads of one process, each with its communicator (nccl-tests' -t); by
+// hand (one process, three threads), under strata-run (two processes of two threads:
+// four ranks), and on device buffers of the emulated backend (its threads share one
+// backend, as ranks as threads share one CUDA context).
+TEST(PerfTool, RanksAsThreadsValidate) {
+  const std::vector<std::string> small{"-b", "8", "-e", "64K", "-f", "32", "-n", "3", "-w", "1", "-c", "1"};
+  auto check = [](const launcher_test::ProcResult& r, const char* ranks) {
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_TRUE(contains(r.out, "# Out of bounds values : 0 OK")) << r.out;
+    EXPECT_TRUE(contains(r.out, ranks)) << r.out;
+    EXPECT_TRUE(contains(r.out, "65536")) << "the largest size is missing:\n" << r.out;
+  };
+  std::vector<std::string> one{"-n", "1", "--no-prefix", STRATA_PERF_PATH, "reduce_scatter", "-t", "3"};
+  one.insert(one.end(), small.begin(), small.end());
+  check(run_launcher(one), "3 ranks");
+  std::vector<std::string> two{"-n", "2", "--no-prefix", STRATA_PERF_PATH, "all_reduce", "-t", "2"};
+  two.insert(two.end(), small.begin(), small.end());
+  check(run_launcher(two), "4 ranks");
+  std::vector<std::string> dev{"-n", "1", "--no-prefix", STRATA_PERF_PATH, "all_reduce", "-t", "2", "--device", "emulated"};
+  dev.insert(dev.end(), small.begin(), small.end());
+  check(run_launcher(dev), "[emulated] emulated, 2 ranks");
+}
+
 }  // namespace

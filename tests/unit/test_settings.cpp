@@ -163,6 +163,8 @@ const std::map<std::string, Malformed>& malformed_values() {
       {"STRATA_REDUCE_ISA", {"foo"}},
       {"STRATA_DEVICE", {"tpu"}},
       {"STRATA_EMULATED_DELAY_US", {"1000001"}},
+      {"STRATA_EMULATED_CUDA_RULES", {"2"}},
+      {"STRATA_EMULATED_LOCK_WAIT", {"soon"}},
       {"STRATA_HOST", {nullptr}},  // too long: filled in below
       {"STRATA_TIMEOUT", {"abc"}},
       {"STRATA_CHECK", {"yes"}},

@@ -89,6 +89,9 @@ class CudaMemory final : public Memory {
   PointerInfo query(const void* ptr) override {
     if (DeviceRef r = allocations_.find(ptr).value_or(nullptr)) return {MemoryKind::device, r->origin, r->base, r->length, r->id};
     if (RegionRef r = host_.find(ptr)) return r->info();
+    // The driver is asked about memory we did not allocate: on a GPU that may need the
+    // context lock (docs/device.md, "Blocking rules"), so never on a call's worker.
+    refuse_while_streams_held("query of memory the backend did not allocate (cuPointerGetAttributes)");
     bind();
     unsigned memory_type = 0;
     CUdeviceptr start = 0;
@@ -117,6 +120,7 @@ class CudaMemory final : public Memory {
     const PointerInfo info = query(base);
     if (info.origin != Origin::foreign || info.base != base)
       throw InvalidArgument("export: " + address_text(base) + " is not the start of an allocation of this process");
+    refuse_while_streams_held("export of device memory the backend did not allocate (cudaIpcGetMemHandle)");
     cudaIpcMemHandle_t h;
     static_assert(sizeof h == IpcHandle::kLegacyBytes);
     check(cudaIpcGetMemHandle(&h, base), "cudaIpcGetMemHandle");
@@ -126,6 +130,7 @@ class CudaMemory final : public Memory {
   void* import_handle(const IpcHandle& h) override {
     bind();
     if (h.type() == IpcHandle::Type::legacy) {
+      refuse_while_streams_held("import of a legacy IPC handle (cudaIpcOpenMemHandle)");
       cudaIpcMemHandle_t mh;
       std::memcpy(&mh, h.legacy().data(), sizeof mh);
       void* p = nullptr;
@@ -222,6 +227,7 @@ class CudaMemory final : public Memory {
 
   void release(const DeviceRef& r) {
     if (!r->handle) {
+      refuse_while_streams_held("unimport of a legacy IPC mapping (cudaIpcCloseMemHandle)");
       check(cudaIpcCloseMemHandle(r->base), "cudaIpcCloseMemHandle");
       return;
     }
@@ -255,12 +261,22 @@ class CudaExecution final : public Execution {
     load_kernels();
   }
 
-  Stream stream_create() override {
+  Stream stream_create(StreamFlags flags = StreamFlags::non_blocking) override {
     refuse_while_streams_held("stream_create");
     memory_.bind();
     cudaStream_t s = nullptr;
-    check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    check(cudaStreamCreateWithFlags(&s, flags == StreamFlags::blocking ? cudaStreamDefault : cudaStreamNonBlocking),
+          "cudaStreamCreateWithFlags");
     return s;
+  }
+  bool stream_capturing(Stream s) override {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    const cudaError_t r = cudaStreamIsCapturing(native(s), &status);
+    // The legacy stream while another stream captures in global mode: CUDA refuses the
+    // question itself, and any work on it would invalidate that capture.
+    if (r == cudaErrorStreamCaptureImplicit) return true;
+    check(r, "cudaStreamIsCapturing");
+    return status != cudaStreamCaptureStatusNone;
   }
   void stream_destroy(Stream s) override {
     check(cudaStreamSynchronize(native(s)), "cudaStreamSynchronize");
@@ -355,6 +371,39 @@ class CudaExecution final : public Execution {
   int sm_count_ = 1;
 };
 
+// A program's own CUDA runtime calls (ground/device/program_calls.hpp): what PyTorch makes.
+class CudaProgram final : public ProgramCalls {
+ public:
+  explicit CudaProgram(CudaMemory& memory) : memory_(memory) {}
+  void* device_malloc(size_t bytes) override {
+    memory_.bind();
+    void* p = nullptr;
+    check(cudaMalloc(&p, bytes), "cudaMalloc");
+    return p;
+  }
+  void device_free(void* p) override { check(cudaFree(p), "cudaFree"); }
+  void* host_malloc(size_t bytes) override {
+    void* p = nullptr;
+    check(cudaHostAlloc(&p, bytes, cudaHostAllocDefault), "cudaHostAlloc");
+    return p;
+  }
+  void host_free(void* p) override { check(cudaFreeHost(p), "cudaFreeHost"); }
+  void kernel_copy(void* dst, const void* src, size_t bytes, Stream s) override {
+    launch_program_copy(dst, src, bytes, static_cast<cudaStream_t>(s));
+  }
+  void begin_capture(Stream s) override {
+    check(cudaStreamBeginCapture(static_cast<cudaStream_t>(s), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  }
+  void end_capture(Stream s) override {
+    cudaGraph_t graph = nullptr;
+    check(cudaStreamEndCapture(static_cast<cudaStream_t>(s), &graph), "cudaStreamEndCapture");
+    if (graph) check(cudaGraphDestroy(graph), "cudaGraphDestroy");
+  }
+
+ private:
+  CudaMemory& memory_;
+};
+
 class CudaBackend final : public Backend {
  public:
   CudaBackend() : CudaBackend(current_device()) {}
@@ -362,9 +411,10 @@ class CudaBackend final : public Backend {
   std::string device_name() const override { return device_name_; }
   Memory& memory() override { return memory_; }
   Execution& execution() override { return execution_; }
+  ProgramCalls& program() override { return program_; }
 
  private:
-  explicit CudaBackend(int ordinal) : memory_(ordinal), execution_(memory_, ordinal) {
+  explicit CudaBackend(int ordinal) : memory_(ordinal), execution_(memory_, ordinal), program_(memory_) {
     char name[256] = {};
     CUdevice d = 0;
     check(cuDeviceGet(&d, ordinal), "cuDeviceGet");
@@ -387,6 +437,7 @@ class CudaBackend final : public Backend {
   std::string device_name_;
   CudaMemory memory_;
   CudaExecution execution_;
+  CudaProgram program_;
 };
 
 }  // namespace

@@ -110,4 +110,20 @@ void launch_divide(void* dst, size_t count, DataType type, int nranks, cudaStrea
   check(cudaGetLastError(), "divide kernel launch");
 }
 
+namespace {
+__global__ void program_copy_kernel(uint32_t* dst, const uint32_t* src, size_t words) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < words; i += stride) dst[i] = src[i];
+}
+}  // namespace
+
+void launch_program_copy(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
+  const size_t words = bytes / 4;
+  if (words == 0) return;
+  const unsigned blocks = static_cast<unsigned>(std::min<size_t>((words + kThreads - 1) / kThreads, 1024));
+  program_copy_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src),
+                                                        words);
+  check(cudaGetLastError(), "program copy kernel launch");
+}
+
 }  // namespace strata::device::cuda

@@ -21,5 +21,9 @@ void launch_reduce(void* dst, const void* const* srcs, int nsrc, size_t count, D
 void load_kernels();
 // dst[i] = dst[i] / nranks (avg's finalize).
 void launch_divide(void* dst, size_t count, DataType type, int nranks, cudaStream_t stream, int sm_count);
+// A program's own kernel (ProgramCalls::kernel_copy): copies bytes / 4 words. Not loaded
+// by load_kernels(), so under lazy loading its first launch loads its module, as the first
+// launch of one of PyTorch's kernels does.
+void launch_program_copy(void* dst, const void* src, size_t bytes, cudaStream_t stream);
 
 }  // namespace strata::device::cuda

@@ -62,8 +62,8 @@ void wait_at_least(const uint64_t* word, uint64_t v) {
 
 }  // namespace
 
-EmulatedExecution::EmulatedExecution(EmulatedMemory& memory, unsigned delay_us)
-    : memory_(memory), delay_us_(delay_us), default_stream_(std::make_unique<Stream>(delay_us)) {}
+EmulatedExecution::EmulatedExecution(EmulatedMemory& memory, ContextLock& lock, unsigned delay_us)
+    : memory_(memory), lock_(lock), delay_us_(delay_us), default_stream_(std::make_unique<Stream>(delay_us)) {}
 
 EmulatedExecution::~EmulatedExecution() = default;
 
@@ -72,7 +72,28 @@ Stream& EmulatedExecution::stream(device::Stream s, const char* call) {
   std::lock_guard lk(m_);
   auto it = streams_.find(s);
   if (it == streams_.end()) throw InvalidArgument(std::string(call) + ": " + address_text(s) + " is not a stream of the emulated backend");
-  return *it->second;
+  return *it->second.stream;
+}
+
+std::pair<Stream*, uint64_t> EmulatedExecution::enqueue(device::Stream s, const char* call, std::function<void()> task) {
+  Stream& st = stream(s, call);
+  if (!lock_.enabled()) return {&st, st.enqueue(std::move(task))};
+  // CUDA's legacy default stream: taken under m_, so the points waited for are those
+  // queued before this task on every stream.
+  std::lock_guard lk(m_);
+  if (blocking_streams_ == 0) return {&st, st.enqueue(std::move(task))};
+  std::vector<std::pair<std::shared_ptr<Stream>, uint64_t>> before;
+  if (!s) {
+    for (auto& [handle, made] : streams_)
+      if (made.blocking) before.emplace_back(made.stream, made.stream->queued());
+  } else if (streams_.at(s).blocking) {
+    before.emplace_back(std::shared_ptr<Stream>(default_stream_.get(), [](Stream*) {}), default_stream_->queued());
+  }
+  if (before.empty()) return {&st, st.enqueue(std::move(task))};
+  return {&st, st.enqueue([before = std::move(before), task = std::move(task)] {
+            for (const auto& [other, ticket] : before) other->wait_reached(ticket);
+            task();
+          })};
 }
 
 std::shared_ptr<Event> EmulatedExecution::event(device::Event e, const char* call) {
@@ -82,12 +103,14 @@ std::shared_ptr<Event> EmulatedExecution::event(device::Event e, const char* cal
   return it->second;
 }
 
-device::Stream EmulatedExecution::stream_create() {
-  refuse_while_streams_held("stream_create");
+device::Stream EmulatedExecution::stream_create(StreamFlags flags) {
+  lock_.need("stream_create (cudaStreamCreateWithFlags)");
   auto s = std::make_shared<Stream>(delay_us_);
   void* handle = s.get();
+  const bool blocking = flags == StreamFlags::blocking;
   std::lock_guard lk(m_);
-  streams_.emplace(handle, std::move(s));
+  streams_.emplace(handle, Made{std::move(s), blocking});
+  blocking_streams_ += blocking;
   return handle;
 }
 
@@ -97,8 +120,10 @@ void EmulatedExecution::stream_destroy(device::Stream s) {
     std::lock_guard lk(m_);
     auto it = streams_.find(s);
     if (it == streams_.end()) throw InvalidArgument("stream_destroy: " + address_text(s) + " is not a stream of the emulated backend");
-    gone = std::move(it->second);
+    gone = std::move(it->second.stream);
+    blocking_streams_ -= it->second.blocking;
     streams_.erase(it);
+    capturing_.erase(s);
   }
   // Destroyed outside the lock: it first runs what is queued.
 }
@@ -107,7 +132,7 @@ void EmulatedExecution::synchronize_all() {
   std::vector<std::shared_ptr<Stream>> all;
   {
     std::lock_guard lk(m_);
-    for (auto& [handle, s] : streams_) all.push_back(s);  // kept, should another thread destroy it
+    for (auto& [handle, made] : streams_) all.push_back(made.stream);  // kept, should another thread destroy it
   }
   // Outside the lock, as a stream's task may create or look up streams.
   default_stream_->synchronize();
@@ -116,8 +141,22 @@ void EmulatedExecution::synchronize_all() {
 
 void EmulatedExecution::stream_synchronize(device::Stream s) { stream(s, "stream_synchronize").synchronize(); }
 
+bool EmulatedExecution::stream_capturing(device::Stream s) {
+  stream(s, "stream_capturing");
+  std::lock_guard lk(m_);
+  return capturing_.count(s) != 0;
+}
+
+void EmulatedExecution::set_capturing(device::Stream s, bool capturing) {
+  stream(s, capturing ? "begin_capture" : "end_capture");
+  std::lock_guard lk(m_);
+  if (!capturing) capturing_.erase(s);
+  else if (!capturing_.insert(s).second)
+    throw InvalidUsage("begin_capture: " + address_text(s) + " is already being captured");
+}
+
 device::Event EmulatedExecution::event_create() {
-  refuse_while_streams_held("event_create");
+  lock_.need("event_create (cudaEventCreateWithFlags)");
   auto e = std::make_shared<Event>();
   void* handle = e.get();
   std::lock_guard lk(m_);
@@ -131,10 +170,10 @@ void EmulatedExecution::event_destroy(device::Event e) {
 }
 
 void EmulatedExecution::event_record(device::Event e, device::Stream s) {
-  Stream& st = stream(s, "event_record");
+  stream(s, "event_record");
   std::shared_ptr<Event> ev = event(e, "event_record");
   const uint64_t g = ev->mark();
-  st.enqueue([ev, g] { ev->complete(g); });
+  enqueue(s, "event_record", [ev, g] { ev->complete(g); });
 }
 
 bool EmulatedExecution::event_query(device::Event e) { return event(e, "event_query")->done(); }
@@ -145,25 +184,36 @@ void EmulatedExecution::event_synchronize(device::Event e) {
 }
 
 void EmulatedExecution::stream_wait(device::Stream s, device::Event e) {
-  Stream& st = stream(s, "stream_wait");
+  stream(s, "stream_wait");
   std::shared_ptr<Event> ev = event(e, "stream_wait");
   const uint64_t g = ev->last();  // the record made before this call, as CUDA waits
-  st.enqueue([ev, g] { ev->wait(g); });
+  enqueue(s, "stream_wait", [ev, g] { ev->wait(g); });
 }
 
 void EmulatedExecution::copy(void* dst, const void* src, size_t bytes, device::Stream s) {
-  Stream& st = stream(s, "copy");
+  stream(s, "copy");
   auto d = memory_.access(dst, bytes, "copy (destination)");
   auto r = memory_.access(src, bytes, "copy (source)");
   if (bytes == 0) return;  // nothing to order (and memmove takes no null pointers)
-  st.enqueue([d, r, bytes] { std::memmove(d.bytes, r.bytes, bytes); });
+  auto task = [d, r, bytes] { std::memmove(d.bytes, r.bytes, bytes); };
+  // Pageable host memory on either side (not the backend's pinned memory): CUDA's copy
+  // waits for its stream to get there and run it, holding the context lock (CUDA Runtime
+  // API, "API synchronization behavior"; measured on an H200: docs/gpu.md).
+  if (!lock_.enabled() || (d.keep && r.keep)) {
+    enqueue(s, "copy", task);
+    return;
+  }
+  lock_.hold_while("a copy with pageable host memory (cudaMemcpyAsync)", "its stream to reach and run it", [&] {
+    auto [st, ticket] = enqueue(s, "copy", task);
+    st->wait_reached(ticket);
+  });
 }
 
 void EmulatedExecution::memset(void* dst, int value, size_t bytes, device::Stream s) {
-  Stream& st = stream(s, "memset");
+  stream(s, "memset");
   auto d = memory_.access(dst, bytes, "memset");
   if (bytes == 0) return;
-  st.enqueue([d, value, bytes] { std::memset(d.bytes, value, bytes); });
+  enqueue(s, "memset", [d, value, bytes] { std::memset(d.bytes, value, bytes); });
 }
 
 void EmulatedExecution::reduce(void* dst, const void* const* srcs, int nsrc, size_t count, DataType type, ReduceOp op,
@@ -171,7 +221,7 @@ void EmulatedExecution::reduce(void* dst, const void* const* srcs, int nsrc, siz
   check_type(type, op, "reduce");
   if (nsrc < 1 || nsrc > kMaxReduceSources || !srcs)
     throw InvalidArgument("reduce: " + std::to_string(nsrc) + " sources (1 to " + std::to_string(kMaxReduceSources) + ")");
-  Stream& st = stream(s, "reduce");
+  stream(s, "reduce");
   const size_t bytes = bytes_of(count, type, "reduce");
   auto d = memory_.access(dst, bytes, "reduce (destination)");
   std::array<EmulatedMemory::Access, kMaxReduceSources> in{};
@@ -179,7 +229,7 @@ void EmulatedExecution::reduce(void* dst, const void* const* srcs, int nsrc, siz
   const ReduceLoop loop = elementwise::with_element(type, [&](auto e) {
     return elementwise::with_op(op, [](auto o) -> ReduceLoop { return reduce_loop<decltype(e), decltype(o)>; });
   });
-  st.enqueue([d, in, nsrc, count, loop] {
+  enqueue(s, "reduce", [d, in, nsrc, count, loop] {
     std::array<const void*, kMaxReduceSources> from{};
     for (int k = 0; k < nsrc; ++k) from[k] = in[k].bytes;
     loop(d.bytes, from.data(), nsrc, count);
@@ -189,27 +239,27 @@ void EmulatedExecution::reduce(void* dst, const void* const* srcs, int nsrc, siz
 void EmulatedExecution::finalize(void* dst, size_t count, DataType type, ReduceOp op, int nranks, device::Stream s) {
   check_type(type, op, "finalize");
   if (nranks < 1) throw InvalidArgument("finalize: nranks is " + std::to_string(nranks));
-  Stream& st = stream(s, "finalize");
+  stream(s, "finalize");
   auto d = memory_.access(dst, bytes_of(count, type, "finalize"), "finalize");
   if (op != ReduceOp::avg || nranks == 1) return;
   const DivideLoop loop = elementwise::with_element(type, [](auto e) -> DivideLoop { return divide_loop<decltype(e)>; });
-  st.enqueue([d, count, nranks, loop] { loop(d.bytes, count, nranks); });
+  enqueue(s, "finalize", [d, count, nranks, loop] { loop(d.bytes, count, nranks); });
 }
 
 void EmulatedExecution::host_callback(device::Stream s, void (*fn)(void*), void* arg) {
   if (!fn) throw InvalidArgument("host_callback: fn is null");
-  stream(s, "host_callback").enqueue([fn, arg] { fn(arg); });
+  enqueue(s, "host_callback", [fn, arg] { fn(arg); });
 }
 
 void EmulatedExecution::host_task(device::Stream s, const void* const* ptrs, int n, HostTask fn) {
   if (!fn) throw InvalidArgument("host_task: fn is empty");
   if (n < 0 || (n > 0 && !ptrs)) throw InvalidArgument("host_task: " + std::to_string(n) + " pointers at " + address_text(ptrs));
-  Stream& st = stream(s, "host_task");
+  stream(s, "host_task");
   // Each pointer's bytes through the backend's mapping, kept mapped until the task ran.
   std::vector<EmulatedMemory::Access> in;
   in.reserve(n);
   for (int i = 0; i < n; ++i) in.push_back(memory_.access(ptrs[i], 0, "host_task"));
-  st.enqueue([in = std::move(in), fn = std::move(fn)] {
+  enqueue(s, "host_task", [in = std::move(in), fn = std::move(fn)] {
     std::vector<void*> views;
     views.reserve(in.size());
     for (const auto& a : in) views.push_back(a.bytes);
@@ -226,17 +276,17 @@ uint64_t* EmulatedExecution::flag_word(const void* flag, const char* call, Regio
 }
 
 void EmulatedExecution::write_value(device::Stream s, uint64_t* flag, uint64_t v) {
-  Stream& st = stream(s, "write_value");
+  stream(s, "write_value");
   RegionRef keep;
   uint64_t* word = flag_word(flag, "write_value", keep);
-  st.enqueue([word, keep, v] { __atomic_store_n(word, v, __ATOMIC_RELEASE); });
+  enqueue(s, "write_value", [word, keep, v] { __atomic_store_n(word, v, __ATOMIC_RELEASE); });
 }
 
 void EmulatedExecution::wait_value(device::Stream s, const uint64_t* flag, uint64_t v) {
-  Stream& st = stream(s, "wait_value");
+  stream(s, "wait_value");
   RegionRef keep;
   const uint64_t* word = flag_word(flag, "wait_value", keep);
-  st.enqueue([word, keep, v] { wait_at_least(word, v); });
+  enqueue(s, "wait_value", [word, keep, v] { wait_at_least(word, v); });
 }
 
 }  // namespace strata::device::emulated

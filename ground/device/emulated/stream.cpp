@@ -16,19 +16,25 @@ Stream::~Stream() {
   thread_.join();
 }
 
-void Stream::enqueue(std::function<void()> task) {
+uint64_t Stream::enqueue(std::function<void()> task) {
+  uint64_t ticket;
   {
     std::lock_guard lk(m_);
     queue_.push_back(std::move(task));
-    ++queued_;
+    ticket = ++queued_;
   }
   work_.notify_one();
+  return ticket;
 }
 
-void Stream::synchronize() {
+uint64_t Stream::queued() {
+  std::lock_guard lk(m_);
+  return queued_;
+}
+
+void Stream::wait_reached(uint64_t ticket) {
   std::unique_lock lk(m_);
-  const uint64_t target = queued_;
-  done_.wait(lk, [&] { return finished_ >= target; });
+  done_.wait(lk, [&] { return finished_ >= ticket; });
 }
 
 void Stream::run() {

@@ -21,9 +21,14 @@ class Stream {
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
-  void enqueue(std::function<void()> task);
+  // Queues a task; returns its ticket (1, 2, ...: tasks queued so far, this one included).
+  uint64_t enqueue(std::function<void()> task);
+  // Tickets handed out so far: wait_reached(queued()) waits for everything queued until now.
+  uint64_t queued();
+  // Waits until the task of `ticket` and every task before it has run.
+  void wait_reached(uint64_t ticket);
   // Waits until every task queued before the call has run.
-  void synchronize();
+  void synchronize() { wait_reached(queued()); }
 
  private:
   void run();

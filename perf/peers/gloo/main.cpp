@@ -5,7 +5,7 @@
 
 int main(int argc, char** argv) {
   return perf::tool_main(argc, argv, {"gloo-perf", PERF_TOOL_VERSION, ""},
-                         [](const perf::Options&) -> std::unique_ptr<perf::Backend> {
+                         [](const perf::Options&, int) -> std::unique_ptr<perf::Backend> {
                            return std::make_unique<perf::GlooBackend>();
                          });
 }
