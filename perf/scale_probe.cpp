@@ -22,7 +22,9 @@
 #include <vector>
 
 #include "core/comm_info.hpp"
+#include "ground/settings.hpp"
 #include "strata/strata.hpp"
+#include "transports/shm/shm_link.hpp"
 
 using namespace strata;
 
@@ -103,7 +105,7 @@ long status_kib(const char* key) {
 struct Report {
   double start_s, first_return_s;
   int64_t fds, fds_expected, sockets, control, shm_links, tcp_links, other_links, rss_kib, hwm_kib, segment_kib,
-      memfd_kib, wrong;
+      segment_expected_kib, memfd_kib, wrong;
 };
 
 // all_reduce of floats whose sum is known: rank r holds r + 1 + (i % 7).
@@ -194,6 +196,18 @@ int main(int argc, char** argv) {
     me.fds_expected = 1 + conn.control + me.tcp_links * (nsocks ? std::atoi(nsocks) : 2) + (me.shm_links > 0 ? 1 : 0) + held.memfds;
     me.rss_kib = status_kib("VmRSS:");
     me.hwm_kib = status_kib("VmHWM:");
+    // docs/architecture.md: this rank's segment, once it has a shm link, is a page of header
+    // and one per ring (a ring per other rank of the host), and each shm link it receives on
+    // fills its ring's stride (FIFO, inline ring, header).
+    const std::vector<HierarchyLevel> levels = c.hierarchy();
+    int on_host = c.size();
+    if (!levels.empty())
+      on_host = static_cast<int>(std::count(levels.front().group.begin(), levels.front().group.end(),
+                                            levels.front().group[static_cast<size_t>(c.rank())]));
+    const Config cfg = Config::from_env();
+    const int64_t stride = static_cast<int64_t>(
+        ShmSegment::stride(shm_fifo_bytes(cfg.shm_rank_bytes, cfg.shm_ring_bytes, std::max(on_host - 1, 1))));
+    me.segment_expected_kib = me.shm_links ? (4096 * on_host + me.shm_links * (stride - 4096)) / 1024 : 0;
     const Shared sh = shared_pss();
     me.segment_kib = sh.segment_kib;
     me.memfd_kib = sh.memfd_kib;
@@ -201,7 +215,8 @@ int main(int argc, char** argv) {
     c.all_gather(&me, reports.data(), sizeof me, DataType::uint8);
     if (c.rank() == 0) {
       double first = 1e300, last = 0;
-      int64_t fds = 0, expected_ok = 1, control = 0, rss = 0, hwm = 0, seg = 0, memfd = 0, wrong = 0, tcp = 0, shm = 0;
+      int64_t fds = 0, expected_ok = 1, control = 0, rss = 0, hwm = 0, seg = 0, seg_expected = 0, memfd = 0, wrong = 0,
+              tcp = 0, shm = 0;
       for (const Report& r : reports) {
         first = std::min(first, r.start_s);
         last = std::max(last, r.first_return_s);
@@ -213,6 +228,7 @@ int main(int argc, char** argv) {
         rss = std::max(rss, r.rss_kib);
         hwm = std::max(hwm, r.hwm_kib);
         seg += r.segment_kib;
+        seg_expected += r.segment_expected_kib;
         memfd += r.memfd_kib;
         wrong += r.wrong;
       }
@@ -222,10 +238,14 @@ int main(int argc, char** argv) {
       std::printf(
           "{\"ranks\": %d, \"hosts\": %zu, \"creation_s\": %.3f, \"fds_max\": %lld, \"fds_formula_holds\": %s, "
           "\"control_peers_max\": %lld, \"tcp_links_max\": %lld, \"shm_links_max\": %lld, \"rss_max_kib\": %lld, "
-          "\"hwm_max_kib\": %lld, \"segments_kib\": %lld, \"memfd_kib\": %lld, \"all_reduce_wrong\": %lld}\n",
+          "\"hwm_max_kib\": %lld, \"segments_kib\": %lld, \"segments_formula_kib\": %lld, \"segments_formula_holds\": %s, "
+          "\"memfd_kib\": %lld, \"all_reduce_wrong\": %lld}\n",
           c.size(), hosts, last - first, static_cast<long long>(fds), expected_ok ? "true" : "false",
           static_cast<long long>(control), static_cast<long long>(tcp), static_cast<long long>(shm),
           static_cast<long long>(rss), static_cast<long long>(hwm), static_cast<long long>(seg),
+          static_cast<long long>(seg_expected),
+          // Pss is summed from whole KiB per mapping: a few KiB per rank either way.
+          std::llabs(seg - seg_expected) <= 8 * c.size() + seg_expected / 100 ? "true" : "false",
           static_cast<long long>(memfd), static_cast<long long>(wrong));
       std::fflush(stdout);
     }

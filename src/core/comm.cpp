@@ -251,8 +251,19 @@ void CommState::run_ordered(const StreamOrder::Ticket& t, const std::function<vo
   }
   try {
     try {
-      order->wait_started(t, cfg.timeout_s, [this] { return engine->control().interrupted(); });
-    } catch (const TimeoutError&) {
+      // Waiting for the stream, the worker still answers peers' probes, saying so.
+      ControlChannel& control = engine->control();
+      control.doing_stream_wait(t.seq);
+      order->wait_started(t, cfg.timeout_s, [&control]() -> std::exception_ptr {
+        if (std::exception_ptr e = control.interrupted()) return e;
+        try {
+          control.serve_while_waiting();
+        } catch (...) {
+          return std::current_exception();
+        }
+        return nullptr;
+      });
+    } catch (const Error&) {
       engine->control().fail_call(std::current_exception());  // the peers are told; throws
     }
     device::StreamsHeld held;  // the worker creates nothing the driver could block on

@@ -87,6 +87,11 @@ void check_settings_agree(const std::vector<bootstrap::RankInfo>& table) {
                           named(table[static_cast<size_t>(odd.front())].transport) + " on " + ranks_text(odd) +
                           "; set the same value on every rank");
   }
+  odd = ranks_where([&](const bootstrap::RankInfo& i) { return i.link_settings != first.link_settings; });
+  if (!odd.empty())
+    throw InvalidArgument("STRATA_UCX_PUT_CHUNK_BYTES or STRATA_UCX_STAGING_CHUNKS differ between rank 0 and " +
+                          ranks_text(odd) + " (the put slots of a UCX link); set the same STRATA_UCX_PUT_CHUNK_BYTES "
+                          "and STRATA_UCX_STAGING_CHUNKS on every rank");
   odd = ranks_where([&](const bootstrap::RankInfo& i) { return i.plan_settings != first.plan_settings; });
   if (!odd.empty())
     throw InvalidArgument("the settings that shape plans (STRATA_ALGO, STRATA_CHUNK_BYTES, STRATA_HIERARCHY, "
@@ -130,6 +135,9 @@ bootstrap::RankInfo my_info(const Config& cfg, const net::Fd& listener, int emul
   if (const TransportRow* forced = row_named(cfg.transport); forced && forced->forcing == Forcing::every_rank)
     info.transport = forced->id;
   info.plan_settings = plan_settings_hash(cfg);
+  const std::string links = std::to_string(settings::integer("STRATA_UCX_PUT_CHUNK_BYTES")) + "|" +
+                            std::to_string(settings::integer("STRATA_UCX_STAGING_CHUNKS"));
+  info.link_settings = fnv1a(links.data(), links.size());
   std::snprintf(info.machine, sizeof info.machine, "%s", bootstrap::machine_identity().c_str());
   cpu_set_t set;
   CPU_ZERO(&set);

@@ -118,8 +118,10 @@ void Connector::start(int peer) {
   Pair& p = pairs_[static_cast<size_t>(peer)];
   if (p.control != Control::none || p.failure) return;
   if (rank_ > peer) return dial(peer);
-  p.control = Control::awaited;  // the higher rank calls; meanwhile, is it still there?
-  p.next_probe = net::Clock::now() + kProbeEvery;
+  // The higher rank calls. It may not need this pair yet (it waits in a call that does not):
+  // a probe at its listener asks it to call now, and, repeated, checks that it is there.
+  p.control = Control::awaited;
+  probe_listener(peer);
 }
 
 void Connector::unreachable_peer(int peer, const std::string& why) {
@@ -164,7 +166,13 @@ void Connector::take_caught(Accepted a) {
 void Connector::take(Accepted a) {
   auto& [fd, h] = a;
   const int j = h.rank;
-  if (h.role == net::Role::probe) return;  // a lower rank checking that this rank is there
+  if (h.role == net::Role::probe) {  // a lower rank that needs the pair: call it
+    if (h.nranks == nranks_ && j >= 0 && j < rank_) {
+      start(j);
+      activate(j);
+    }
+    return;
+  }
   if (h.nranks != nranks_ || j <= rank_ || j >= nranks_ ||
       (h.role != net::Role::control && h.role != net::Role::data)) {
     STRATA_WARN("dropped an unexpected connection (rank %d of %d, role %d)", h.rank, h.nranks, static_cast<int>(h.role));
@@ -228,7 +236,7 @@ void Connector::take_setup(int peer, const Notice& n, const char* payload) {
     if (n.coll >= kNumMemoryKinds) throw bad();
     KindState& k = p.kinds[n.coll];
     if (n.why == 'I') {
-      if (k.have_remote || k.made || links_[n.coll][static_cast<size_t>(peer)]) throw bad();
+      if (k.have_remote) throw bad();  // once per pair and kind
       k.remote.assign(payload, payload + len);
       k.have_remote = true;
       k.wanted = true;  // the peer makes this kind's link: so must we
@@ -315,6 +323,13 @@ bool Connector::advance_kind(int peer, MemoryKind kind) {
       if (!k.have_remote) return moved;
       link = connect_link(setup, peer, k.remote);
     } else {
+      // No connection info, but the peer must learn that this rank wants the link: the
+      // higher rank calls the data sockets, and may not need the pair itself yet.
+      if (!k.info_sent) {
+        send_setup(peer, 'I', kind, nullptr, 0);
+        k.info_sent = true;
+        moved = true;
+      }
       if (rank_ > peer && !p.data_dialed) {
         p.data_dialed = true;
         std::vector<net::Fd>& s = sockets_[static_cast<size_t>(peer)];

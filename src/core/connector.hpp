@@ -10,9 +10,9 @@
 // control socket; a token each way says both links are made. Each pair moves on its own,
 // as far as it can without blocking, whenever this rank waits inside a call (the engine's
 // waits and the control channel's stalls call service()), so two ranks that need each
-// other meet whatever else either is waiting for. A lower rank waiting for a higher one to
-// call checks now and then that the higher one's listener is still there, so a peer that
-// died before connecting is named at once (docs/architecture.md, "Connections").
+// other meet whatever else either is waiting for. A lower rank that needs a higher one asks
+// it to call (a probe at its listener), and repeats the probe now and then: a listener that
+// refuses names a peer that died before connecting (docs/architecture.md, "Connections").
 #pragma once
 
 #include <array>

@@ -22,6 +22,8 @@ constexpr uint8_t kUnsure = 2;   // a timeout, but every rank answered: the orig
 // rank waiting in a call answers within milliseconds (it reads its control sockets every
 // 2 ms of stall); one that is stopped, hung or not calling never does.
 constexpr auto kProbeWindow = std::chrono::milliseconds(500);
+// How long a failure waits for a notice that explains it, relayed by a peer (prefer_abort_notice).
+constexpr auto kVerdictGrace = std::chrono::milliseconds(250);
 // When the rank waited on answered that it waits too, it times out itself about now and
 // names whom it waits on: its verdict, relayed, names the stopped rank better than this
 // rank can (it has no connection to it), so this rank gives it this long to arrive.
@@ -73,6 +75,9 @@ void ControlChannel::add(int peer, net::Fd fd) {
   net::set_nonblocking(fd.get());
   p.fd = std::move(fd);
   for (const Notice& n : p.queued) (void)::send(p.fd.get(), &n, sizeof n, MSG_NOSIGNAL | MSG_DONTWAIT);
+  // A peer that connects after this rank failed (it dials to run a call with it) learns
+  // why, as those connected before did: not only that the connection closed.
+  if (told_.kind) (void)::send(p.fd.get(), &told_, sizeof told_, MSG_NOSIGNAL | MSG_DONTWAIT);
   p.queued.clear();
   p.queued.shrink_to_fit();
 }
@@ -130,7 +135,7 @@ bool ControlChannel::next_frame(Peer& p, Notice& n, const char*& payload) {
   if (avail < sizeof n) return false;
   std::memcpy(&n, p.in.data() + p.used, sizeof n);
   size_t len = 0;
-  if (n.kind == 'S') {
+  if (has_payload(n.kind)) {
     if (n.origin < 0 || n.origin > kMaxSetupPayload) {  // not one of ours: the stream is lost
       p.used = p.in.size();
       n.kind = 0;
@@ -177,9 +182,35 @@ void ControlChannel::read_all(const Handle& handle, const Closed& closed, int wa
   }
 }
 
+std::string ControlChannel::doing_text() const {
+  if (doing_.device_call) {
+    const auto s = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - doing_.since).count();
+    return "in device call " + std::to_string(doing_.device_call) + ", waiting " + std::to_string(s) +
+           " s for its stream to reach the call (the work queued on the stream before it has not finished)";
+  }
+  std::string s = std::string("in ") + name(doing_.coll) + " of " + std::to_string(doing_.count) + " x " + name(doing_.type);
+  if (waiting_on_ >= 0) s += ", waiting on rank " + std::to_string(waiting_on_);
+  return s;
+}
+
+std::string ControlChannel::answered_doing(int peer) const {
+  if (peer < 0 || peers_[static_cast<size_t>(peer)].doing.empty()) return "";
+  return "; rank " + std::to_string(peer) + " answered that it is " + peers_[static_cast<size_t>(peer)].doing;
+}
+
 void ControlChannel::answer_probe(int to) {
-  const Notice answer{'Q', 0, 0, kWaiting, waiting_on_};
-  (void)::send(peers_[static_cast<size_t>(to)].fd.get(), &answer, sizeof answer, MSG_NOSIGNAL | MSG_DONTWAIT);
+  const int fd = peers_[static_cast<size_t>(to)].fd.get();
+  const Notice answer{'Q', 0, 0, kWaiting, doing_.device_call ? -1 : waiting_on_};
+  const std::string what = doing_text();
+  const Notice text{'W', 0, 0, 0, static_cast<int32_t>(what.size())};
+  char frame[sizeof answer + sizeof text + 512];
+  const size_t len = std::min(what.size(), sizeof frame - 2 * sizeof(Notice));
+  std::memcpy(frame, &answer, sizeof answer);
+  Notice sized = text;
+  sized.origin = static_cast<int32_t>(len);
+  std::memcpy(frame + sizeof answer, &sized, sizeof sized);
+  std::memcpy(frame + 2 * sizeof(Notice), what.data(), len);
+  (void)::send(fd, frame, 2 * sizeof(Notice) + len, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 void ControlChannel::on_stall(Watch& w, Clock::time_point now, Clock::time_point last_progress,
@@ -247,9 +278,10 @@ void ControlChannel::fail_call(std::exception_ptr e) {
 }
 
 void ControlChannel::check_control() {
-  auto handle = [&](int j, const Notice& n, const char* payload) {
+  // `deferred`: read before this peer's goodbye, however late it is handled.
+  auto handle = [&](int j, const Notice& n, const char* payload, bool deferred = false) {
         Peer& p = peers_[static_cast<size_t>(j)];
-        if (p.left) return;  // nothing counts after a goodbye
+        if (p.left && !deferred) return;  // nothing counts after a goodbye
         if (deferring_ && n.kind != 'S' && n.kind != 'B' && n.kind != 'P' && n.kind != 'Q') {
           deferred_.emplace_back(j, n);
           return;
@@ -264,6 +296,7 @@ void ControlChannel::check_control() {
             p.answered = true;
             p.waits_on = (n.flags & kWaiting) ? n.origin : -1;
             return;
+          case 'W': p.doing.assign(payload, static_cast<size_t>(n.origin)); return;
           default: break;
         }
         if (is_shrink_notice(n.kind)) {
@@ -280,7 +313,7 @@ void ControlChannel::check_control() {
     for (const auto& [j, n] : kept)  // first: handling another may throw, and the shrink needs these
       if (is_shrink_notice(n.kind)) shrink_notices_.emplace_back(j, n);
     for (const auto& [j, n] : kept) {
-      if (!is_shrink_notice(n.kind)) handle(j, n, nullptr);
+      if (!is_shrink_notice(n.kind)) handle(j, n, nullptr, true);
       else throw shrinking_error(n, j);
     }
   }
@@ -310,19 +343,33 @@ void ControlChannel::throw_notice_error(const Notice& n, int from) {
 
 void ControlChannel::prefer_abort_notice(int culprit) {
   if (from_notice_) return;  // the error is a notice already: a goodbye behind it is its consequence
-  for (int j = 0; j < nranks_; ++j) {
-    Peer& p = peers_[static_cast<size_t>(j)];
-    if (!p.fd.valid() || p.left) continue;
-    (void)fill(p);
-    // Read, not consumed: a shrink's notices stay for the shrink.
-    for (size_t at = p.used; at + sizeof(Notice) <= p.in.size();) {
-      Notice n;
-      std::memcpy(&n, p.in.data() + at, sizeof n);
-      if (n.kind == 'A' || n.kind == 'R') throw_notice_error(n, j);
-      if (n.kind == 'J') throw shrinking_error(n, j);
-      if (n.kind == 'B' && j == culprit) throw departed(j);
-      at += sizeof n + (n.kind == 'S' && n.origin > 0 ? static_cast<size_t>(n.origin) : 0);
+  // A rank that refused a call tells the ranks it is connected to and then may exit; a
+  // rank that was dialing it sees only the closed connection, and learns the verdict from
+  // a peer that relays it a moment later. Wait that moment, so every rank names one cause.
+  for (const auto& [j, n] : deferred_) {  // read while the communicator was being created
+    if (n.kind == 'A' || n.kind == 'R') throw_notice_error(n, j);
+    if (n.kind == 'J') throw shrinking_error(n, j);
+  }
+  const auto until = Clock::now() + kVerdictGrace;
+  for (;;) {
+    std::vector<pollfd> fds;
+    for (int j = 0; j < nranks_; ++j) {
+      Peer& p = peers_[static_cast<size_t>(j)];
+      if (!p.fd.valid() || p.left) continue;
+      if (fill(p)) fds.push_back({p.fd.get(), POLLIN, 0});
+      // Read, not consumed: a shrink's notices stay for the shrink.
+      for (size_t at = p.used; at + sizeof(Notice) <= p.in.size();) {
+        Notice n;
+        std::memcpy(&n, p.in.data() + at, sizeof n);
+        if (n.kind == 'A' || n.kind == 'R') throw_notice_error(n, j);
+        if (n.kind == 'J') throw shrinking_error(n, j);
+        if (n.kind == 'B' && j == culprit) throw departed(j);
+        at += sizeof n + (has_payload(n.kind) && n.origin > 0 ? static_cast<size_t>(n.origin) : 0);
+      }
     }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
+    if (left <= 0 || fds.empty()) return;
+    (void)::poll(fds.data(), fds.size(), static_cast<int>(left));
   }
 }
 
@@ -331,6 +378,7 @@ void ControlChannel::send_probe() {
   for (Peer& p : peers_) {
     p.answered = false;
     p.waits_on = -1;
+    p.doing.clear();
     if (p.fd.valid() && !p.left) (void)::send(p.fd.get(), &probe, sizeof probe, MSG_NOSIGNAL | MSG_DONTWAIT);
   }
 }
@@ -360,7 +408,7 @@ void ControlChannel::fail_stuck(Clock::duration probed, const std::vector<int>& 
     throw TimeoutError(waited, "no progress from rank " + std::to_string(waited) + " for " + T +
                                    ", but every rank answered a liveness probe: none is known to have stopped; the ranks "
                                    "may be calling different operations (STRATA_CHECK=1 tells which), or one is busy "
-                                   "elsewhere");
+                                   "elsewhere" + answered_doing(waited));
   }
   // The rank waited on, if it is silent; else a silent one it (transitively) waits on.
   const int culprit = std::find(silent.begin(), silent.end(), waited) != silent.end() ? waited : silent.front();
@@ -372,7 +420,8 @@ void ControlChannel::fail_stuck(Clock::duration probed, const std::vector<int>& 
   msg += ": it is stopped (SIGSTOP, a debugger), hung, or not calling this communicator";
   if (silent.size() > 1) msg += "; silent too: " + ranks_text(silent);
   if (waited != culprit && waited >= 0)
-    msg += "; this rank waited on rank " + std::to_string(waited) + ", which answered (it waits too)";
+    msg += "; this rank waited on rank " + std::to_string(waited) + ", which answered (it waits too)" +
+           answered_doing(waited);
   throw TimeoutError(culprit, msg);
 }
 
@@ -397,6 +446,7 @@ void ControlChannel::refuse(Fault fault, Collective coll, const std::string& wha
 }
 
 void ControlChannel::tell_everyone(const Notice& n) {
+  if (n.kind == 'A' || n.kind == 'R') told_ = n;
   for (const Peer& p : peers_)
     if (p.fd.valid()) (void)::send(p.fd.get(), &n, sizeof n, MSG_NOSIGNAL | MSG_DONTWAIT);
 }

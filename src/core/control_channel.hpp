@@ -84,6 +84,20 @@ class ControlChannel {
   // while peers that are done creating may already run calls, and fail them.
   void defer_notices(bool on) { deferring_ = on; }
   bool has_deferred() const { return !deferred_.empty(); }
+  // What this rank is doing, for its answers to liveness probes: the call the engine runs
+  // (set per call: plain fields, no text), or a device call waiting for its stream.
+  void doing_call(Collective coll, size_t count, DataType type) {
+    doing_ = {coll, count, type, 0, Clock::time_point{}};
+  }
+  void doing_stream_wait(uint64_t device_call) { doing_ = {Collective::all_reduce, 0, DataType::uint8, device_call, Clock::now()}; }
+  // While a device call's worker waits for its stream: answers probes (and fails the wait
+  // on a peer's abort notice), so the rank is not taken for stopped.
+  void serve_while_waiting() {
+    const auto now = Clock::now();
+    if (now - served_ < std::chrono::milliseconds(2)) return;
+    served_ = now;
+    check_control();
+  }
   // Reads the control sockets now (on_stall does every 2 ms) and lets the sink move.
   void check_now() {
     check_control();
@@ -144,6 +158,7 @@ class ControlChannel {
     bool closed = false;   // its socket closed (reported once)
     bool answered = false;  // answered this stall's liveness probe
     int waits_on = -1;      // its answer: the rank it waits on
+    std::string doing;      // its answer: what it is doing
   };
   // Reads what `peer`'s socket holds into its buffer: false once it has closed.
   bool fill(Peer& p);
@@ -157,6 +172,8 @@ class ControlChannel {
   // frames on; throws on a dead, aborting, refusing or shrinking peer.
   void check_control();
   void answer_probe(int to);
+  std::string doing_text() const;
+  std::string answered_doing(int peer) const;  // "; rank 3 answered that it is ..." or ""
   // After a link to `culprit` failed: an abort notice already waiting names the real
   // culprit better than the link's peer, which may only have exited because of it; a
   // goodbye from the culprit says it destroyed the communicator.
@@ -179,9 +196,18 @@ class ControlChannel {
   std::chrono::duration<double> timeout_;
   std::string timeout_text_;       // STRATA_TIMEOUT and where it came from, for messages
   int waiting_on_ = -1;            // the rank this rank's current stall waits on (its probe answers say so)
+  struct Doing {
+    Collective coll;
+    size_t count;
+    DataType type;
+    uint64_t device_call;           // nonzero: that device call waits for its stream, since `since`
+    Clock::time_point since;
+  } doing_{Collective::all_reduce, 0, DataType::uint8, 0, Clock::time_point{}};
+  Clock::time_point served_{};
   std::vector<std::pair<int, Notice>> shrink_notices_;  // arrived during a call, for the shrink
   bool deferring_ = false;
   std::vector<std::pair<int, Notice>> deferred_;  // read while deferring_, handled by the next check
+  Notice told_{};                // the failure this rank told ('A' or 'R'), for peers connected later
   Notice relay_{};               // what fail() tells the peers; kind 0: an abort naming the culprit
   bool from_notice_ = false;     // the failure came from a peer's notice
   std::exception_ptr failed_;

@@ -57,6 +57,7 @@ void Engine::execute(const Plan& plan, const Call& call, void* scratch, std::uni
     if (!slot) slot = std::make_unique<EngineSlot>();
     stores = &static_cast<EngineSlot&>(*slot).stores;
   }
+  control_.doing_call(call.coll, call.count, call.type);
   CallRun run{call, links_of(call.memory), executor(call.memory), {call.send, call.recv, scratch}};
   const bool streaming = stores && stores->streaming();
   if (bool& told = streaming_stores_[static_cast<size_t>(call.memory)]; streaming != told) {
@@ -172,9 +173,12 @@ void Engine::connect(const std::vector<int>& peers, MemoryKind kind) {
 void Engine::connect_control(const std::vector<int>& peers) {
   if (control_.failed()) std::rethrow_exception(control_.failed());
   auto done = [&] {
+    // A pair whose control connection is up is done here, even if a link the peer asked
+    // for since then failed (it left after its calls): a call that needs the pair says so.
     for (int p : peers) {
+      if (connector_.control_ready(p)) continue;
       connector_.raise(p);
-      if (!connector_.control_ready(p)) return false;
+      return false;
     }
     return true;
   };

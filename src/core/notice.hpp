@@ -20,7 +20,8 @@ struct Notice {
 static_assert(sizeof(Notice) == 8);
 
 // A running communicator:
-//   'B' goodbye (destroy), 'A' abort, 'R' refused arguments, 'P' liveness probe, 'Q' its answer.
+//   'B' goodbye (destroy), 'A' abort, 'R' refused arguments, 'P' liveness probe, 'Q' its answer,
+//   then 'W': what the answerer is doing (payload: text, its length in origin).
 // A pair's connection (core/connector.hpp), 'S' with its step in `why`:
 //   'O' the sender's transport offer (payload: a TransportOffer), sent once by each end;
 //   'I' the connection info of the row carrying memory kind `coll` (payload: the row's bytes);
@@ -39,6 +40,8 @@ inline bool is_shrink_notice(char kind) {
 inline constexpr uint8_t kWaiting = 1;
 // A setup frame's payload is at most this long: anything longer is not one of ours.
 inline constexpr int32_t kMaxSetupPayload = 1 << 20;
+// The frames that carry a payload (its length in origin).
+inline bool has_payload(char kind) { return kind == 'S' || kind == 'W'; }
 
 inline Notice shrink_notice(char kind, int epoch, int32_t origin, uint16_t port = 0) {
   return {kind, static_cast<uint8_t>(epoch), static_cast<uint8_t>(port & 0xff), static_cast<uint8_t>(port >> 8), origin};

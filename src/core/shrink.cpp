@@ -89,8 +89,6 @@ Comm CommState::shrink() {
     if (!a.doomed()) {
       try {
         Comm c = connect_decided(a, std::move(listener));
-        a.created();
-        flush(engine->control(), a);
         STRATA_INFO("shrink: rank %d of %d is rank %d of %zu (left out: %s) after %.3f s, attempt %d", rank, nranks,
                     c.rank(), a.members().size(), ranks_text(a.left_out()).c_str(), now_s() - t0, a.epoch() + 1);
         return c;
@@ -129,14 +127,24 @@ Comm CommState::connect_decided(ShrinkAgreement& a, net::Fd listener) {
 
   std::shared_ptr<CommState> made = make(new_rank, static_cast<int>(members.size()), new_table, net::Incoming(std::move(listener)),
                                          secret, tag, cfg, restrict_hierarchy(hier, members));
-  std::atomic<bool> done{false};
+  // This rank's side connected is not the communicator whole: the watcher tells the
+  // members so and waits until every one has (ShrinkAgreement::all_created).
+  std::atomic<bool> connected{false}, done{false};
+  const Time commit_by_slack = cfg.timeout_s + 1.0;
   std::thread watcher([&] {
+    Time commit_by = ShrinkAgreement::kNever;
     while (!done.load()) {
       pump(*engine, nranks, a, 20);
-      if (a.doomed() || a.state() == ShrinkAgreement::State::excluded) {
+      if (a.doomed() || a.state() == ShrinkAgreement::State::excluded || now_s() > commit_by) {
         made->engine->control().abort();
         return;
       }
+      if (connected.load() && commit_by == ShrinkAgreement::kNever) {
+        a.created();
+        flush(engine->control(), a);
+        commit_by = now_s() + commit_by_slack;
+      }
+      if (a.all_created()) return;
     }
   });
   struct Stop {
@@ -144,10 +152,15 @@ Comm CommState::connect_decided(ShrinkAgreement& a, net::Fd listener) {
     std::thread& t;
     ~Stop() {
       done.store(true);
-      t.join();
+      if (t.joinable()) t.join();
     }
   } stop{done, watcher};
   made->connect_overlay();
+  connected.store(true);
+  watcher.join();
+  if (!a.all_created())
+    throw PeerError(-1, "a member of attempt " + std::to_string(a.epoch() + 1) +
+                            " did not connect the new communicator (it died, or failed to connect another)");
   return Comm(made);
 }
 

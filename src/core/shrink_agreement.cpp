@@ -38,8 +38,6 @@ void ShrinkAgreement::begin(Time now, uint16_t port, int culprit, const std::vec
 void ShrinkAgreement::retry(Time now, uint16_t port) {
   if (state_ == State::excluded) return;  // out for good: another epoch would undo it
   port_ = port;
-  for (int j = 0; j < n_; ++j)
-    if (created_epoch_[j] == epoch_ && j != me_) return went_on_without_me(j, epoch_);
   if (++epoch_ >= std::min(kMaxEpochs, n_ + 2))
     return exclude(-1, "no agreement after " + std::to_string(epoch_) + " attempts");
   start_epoch(now);
@@ -62,8 +60,16 @@ void ShrinkAgreement::start_epoch(Time now) {
 }
 
 void ShrinkAgreement::created() {
+  if (state_ == State::created) return;
   state_ = State::created;
   for (int m : members_) send(m, shrink_notice('C', epoch_, me_));
+}
+
+bool ShrinkAgreement::all_created() const {
+  if (state_ != State::created || doomed_) return false;
+  for (int m : members_)
+    if (m != me_ && created_epoch_[static_cast<size_t>(m)] < epoch_) return false;
+  return true;
 }
 
 void ShrinkAgreement::send(int to, const Notice& n) {
@@ -80,7 +86,7 @@ void ShrinkAgreement::add_dead(int x, bool tell_it, Time now) {
   // it was left out rather than going on alone.
   if (tell_it) send(x, d);
   if (state_ == State::agreeing) follow_coordinator(now);
-  if (state_ == State::decided && std::binary_search(members_.begin(), members_.end(), x)) doomed_ = true;
+  if (state_ != State::agreeing && std::binary_search(members_.begin(), members_.end(), x)) doomed_ = true;
 }
 
 void ShrinkAgreement::follow_coordinator(Time now) {
@@ -135,12 +141,6 @@ void ShrinkAgreement::adopt(const Decision& d, int from) {
     if (!alive(m) || joined_epoch_[m] > epoch_) doomed_ = true;
 }
 
-void ShrinkAgreement::went_on_without_me(int by, int epoch) {
-  exclude(by, "rank " + std::to_string(by) + " connected the new communicator of attempt " + std::to_string(epoch + 1) +
-                  ", which this rank failed to connect (a member died as it was being connected); the others went on "
-                  "without this rank");
-}
-
 void ShrinkAgreement::exclude(int by, const std::string& why) {
   state_ = State::excluded;
   excluded_by_ = by;
@@ -163,8 +163,8 @@ void ShrinkAgreement::notice(int from, const Notice& n, Time now) {
         // It failed to connect a decision this rank never received: that epoch is over.
         epoch_ = e;
         start_epoch(now);
-      } else if (e > epoch_ && state_ == State::decided) {
-        doomed_ = true;
+      } else if (e > epoch_ && (state_ == State::decided || state_ == State::created)) {
+        doomed_ = true;  // it failed to connect this decision: no member may take it
       }
       try_decide();
       return;
@@ -186,7 +186,6 @@ void ShrinkAgreement::notice(int from, const Notice& n, Time now) {
     }
     case 'C':
       created_epoch_[from] = std::max(created_epoch_[from], e);
-      if (state_ == State::agreeing && e < epoch_) went_on_without_me(from, e);
       return;
   }
 }

@@ -16,9 +16,11 @@
 // Two ranks can still take different decisions (a coordinator died while sending, and its
 // successor decided before a relay reached it). Their new communicators then cannot
 // connect (the tag depends on the decision); so can none whose member dies while it is
-// being connected. A member that fails to connect begins the next epoch ('J' with a
-// higher epoch), which dooms the others' connecting too (doomed()), and the next epoch
-// knows the deaths the last one lacked.
+// being connected. Connecting is not all or nothing (a rank's side is done when the ranks
+// it connects to answered), so a member that connected says so ('C') and takes the new
+// communicator only when every member has: a member that fails to connect begins the
+// next epoch ('J' with a higher epoch), which dooms the others' (doomed()), and the next
+// epoch knows the deaths the last one lacked.
 #pragma once
 
 #include <cstdint>
@@ -49,8 +51,11 @@ class ShrinkAgreement {
   // Connecting the decided communicator failed (or was doomed): the next epoch, with a new
   // listener's port.
   void retry(Time now, uint16_t port);
-  // Connecting succeeded: the members are told.
+  // Connecting succeeded on this rank: the members are told ('C'). The new communicator
+  // is taken only once every member said so (all_created()); until then a member that
+  // dies without saying so, or begins the next epoch, dooms it.
   void created();
+  bool all_created() const;
 
   void notice(int from, const Notice& n, Time now);
   void closed(int from, Time now);  // its connection closed, or it said goodbye
@@ -86,7 +91,6 @@ class ShrinkAgreement {
   void send_decision(int skip);
   void adopt(const Decision& d, int from);
   void exclude(int by, const std::string& why);
-  void went_on_without_me(int by, int epoch);
   Time coordinator_deadline() const;
   bool alive(int j) const { return !dead_[static_cast<size_t>(j)]; }
 

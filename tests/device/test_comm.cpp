@@ -204,6 +204,46 @@ TEST(DeviceCalls, AStreamThatNeverReachesItsCallTimesOutAndIsReleased) {
   dev().execution().stream_destroy(s);
 }
 
+// Rank 1's stream holds work that does not end; rank 0's call times out waiting for it. Rank
+// 1's worker, waiting for its stream, still answers rank 0's liveness probe, saying what it
+// waits for: rank 0's error names rank 1 and that, instead of taking it for stopped.
+TEST(DeviceCalls, ARankWaitingForItsStreamSaysSoToItsPeers) {
+  const UniqueId id = get_unique_id();
+  std::string error0, error1;
+  std::thread other([&] {
+    CommOptions o;
+    o.timeout_s = 30;  // rank 0 times out first
+    Comm c = Comm::init_rank(2, id, 1, o);
+    DeviceBuffer d(4096);
+    device::Stream s = dev().execution().stream_create();
+    {
+      StreamGate gate(s);
+      Request r = c.all_reduce(d.get(), d.get(), 1024, DataType::float32, ReduceOp::sum, s);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+      gate.release();
+      error1 = message_of<PeerError>([&] { r.wait(); });
+    }
+    EXPECT_TRUE(drains_within(s, 5.0));
+    c.destroy();
+    dev().execution().stream_destroy(s);
+  });
+  {
+    CommOptions o;
+    o.timeout_s = 1;
+    Comm c = Comm::init_rank(2, id, 0, o);
+    DeviceBuffer d(4096);
+    device::Stream s = dev().execution().stream_create();
+    error0 = message_of<TimeoutError>([&] { c.all_reduce(d.get(), d.get(), 1024, DataType::float32, ReduceOp::sum, s).wait(); });
+    c.destroy();
+    dev().execution().stream_destroy(s);
+  }
+  other.join();
+  EXPECT_TRUE(has(error0, "rank 1 answered that it is in device call 1, waiting") &&
+              has(error0, "for its stream to reach the call"))
+      << error0;
+  EXPECT_TRUE(has(error1, "rank 0")) << error1;
+}
+
 // A stream being captured into a CUDA graph: the call is refused at once naming capture
 // (a graph would not replay the worker's flag), nothing is queued on the stream, and the
 // communicator goes on. On CUDA the capture is cudaStreamBeginCapture's.

@@ -25,6 +25,7 @@ struct RankInfo {
   int32_t check;         // STRATA_CHECK of this rank
   int32_t transport;     // the id of the transport row STRATA_TRANSPORT forces on every rank (ucx, ibverbs); 0: none
   uint64_t plan_settings;  // a hash of the settings that shape plans, which every rank must share
+  uint64_t link_settings;  // a hash of the settings both ends of a link must share (UCX's put slots)
 };
 
 // A RankInfo that came from another process (the root's table, a split's all-gather):
