@@ -5,13 +5,11 @@
 
 #include "algorithms/tuner.hpp"
 #include "ground/reduce.hpp"
+#include "ground/settings.hpp"
 
 namespace strata::sim {
 
 namespace {
-
-// STRATA_CHUNK_BYTES' default (ground/settings.cpp): the chunk when the tuner gives none.
-constexpr size_t kDefaultChunkBytes = 512 << 10;
 
 // Where a buffer starts in one rank's memory, in elements, so that copies onto themselves
 // (in place) are recognised as the engine does: they are skipped.
@@ -41,25 +39,20 @@ CollArgs coll_args(const Cluster& c, const Hierarchy& h, const SimCall& call, in
   const size_t esz = size_of(call.type);
   const int n = members ? static_cast<int>(members->size()) : c.nranks();
   auto real = [&](int i) { return members ? (*members)[static_cast<size_t>(i)] : i; };
-  const bool forward = n == 2 && !has_finalize(call.op) && c.levels[c.common_level(real(0), real(1))].forwards;
-  return CollArgs{call.coll, call.count, esz, call.root, rank, n, call.in_place,
-                  std::max<size_t>(1, kDefaultChunkBytes / esz), &h, forward};
+  // Device buffers go over the ipc or staging links, which do not forward (docs/transports.md).
+  const bool forward = n == 2 && !has_finalize(call.op) && c.memory == MemoryKind::host &&
+                       c.levels[c.common_level(real(0), real(1))].forwards;
+  return CollArgs{call.coll, call.count, esz, call.root, rank, n, call.in_place, 1, &h, forward, c.memory};
 }
 
 PlanChoice choose(const Cluster& c, const Hierarchy& h, const SimCall& call, std::optional<Algo> forced,
                   const std::vector<int>* members) {
-  CollArgs a = coll_args(c, h, call, 0, members);
-  // The tuner's prediction does not depend on the rank: every rank of a job makes this choice.
-  const Choice t = tune(a);
-  PlanChoice p{t.algo, false, t.predicted_s, a.chunk_count};
-  if (t.chunk_bytes) p.chunk_count = std::max<size_t>(1, t.chunk_bytes / a.elem_size);
-  if (forced) {
-    if (!supports(*forced, call.coll))
-      throw std::invalid_argument(std::string("algorithm ") + name(*forced) + " does not implement " + name(call.coll));
-    p.algo = *forced;
-    p.forced = true;
-    p.predicted_s = predict(*forced, a);
-  }
+  // A job's settings, as a communicator reads them, with STRATA_CHUNK_BYTES at its default.
+  const PlanSettings settings{forced ? name(*forced) : "",
+                              static_cast<size_t>(settings::find("STRATA_CHUNK_BYTES").fallback), false};
+  const PlanChoice p = choose_plan(coll_args(c, h, call, 0, members), settings);
+  if (forced && !p.forced)
+    throw std::invalid_argument(std::string("algorithm ") + name(*forced) + " does not implement " + name(call.coll));
   return p;
 }
 
@@ -70,8 +63,8 @@ size_t PlanSet::memory_bytes() const {
 
 PlanSet build_plan_set(const Cluster& c, const Hierarchy& h, const SimCall& call, const PlanChoice& choice) {
   PlanSet s = compact_plans(c, call, [&](int r) {
-    CollArgs a = coll_args(c, h, call, r);
-    a.chunk_count = choice.chunk_count;
+    CollArgs a = choice.args;
+    a.rank = r;
     return build_plan(choice.algo, a);
   });
   s.choice = choice;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/algorithms.hpp"
+#include "algorithms/choice.hpp"
 #include "cluster.hpp"
 #include "strata/types.hpp"
 
@@ -26,21 +26,16 @@ struct SimCall {
   bool in_place = false;
 };
 
-// What the library would pass its plan builders on rank `rank` (chunk: STRATA_CHUNK_BYTES'
-// default; forward: two ranks over a link that forwards, an op without finalize). With
+// The call as the library's plan choice is given it on rank `rank` (forward: two ranks over
+// a link that forwards, an op without finalize; the cluster's memory kind). With
 // `members`, for a communicator of those ranks of the cluster (h: theirs), `rank` its
 // index there.
 CollArgs coll_args(const Cluster& c, const Hierarchy& h, const SimCall& call, int rank,
                    const std::vector<int>* members = nullptr);
 
-// The algorithm the library runs: `forced` where it implements the collective (else an
-// error), otherwise the tuner's choice, with the tuner's chain chunk.
-struct PlanChoice {
-  Algo algo = Algo::ring;
-  bool forced = false;
-  double predicted_s = 0;  // the tuner's model
-  size_t chunk_count = 1;
-};
+// The library's own choice (algorithms/choice.hpp) for this call, with STRATA_CHUNK_BYTES
+// unset and `forced` as STRATA_ALGO would force it (an error where it does not implement
+// the collective). The choice's args are rank 0's: set args.rank for another rank.
 PlanChoice choose(const Cluster& c, const Hierarchy& h, const SimCall& call, std::optional<Algo> forced,
                   const std::vector<int>* members = nullptr);
 

@@ -129,7 +129,7 @@ TEST(Cluster, ErrorsNameTheLine) {
             "c.cluster:1: STRATA_LINK_MODEL: 'node:fast' is not level:latency:bandwidth (e.g. node:1us:6GB)");
   EXPECT_EQ(error_of(node + "speed 3\n"),
             "c.cluster:2: 'speed' is not a cluster setting (name, ranks, level, copy, reduce, eager, oversubscribed, "
-            "hierarchy, link_model)");
+            "hierarchy, link_model, memory)");
   EXPECT_EQ(error_of(node + "level net size 2 bandwidth 1GB/s latency 1us burst 1MB\n"),
             "c.cluster:2: a token bucket needs both burst and peak");
 }
