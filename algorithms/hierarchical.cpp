@@ -360,6 +360,32 @@ Plan pipelined_all_reduce(const CollArgs& a) {
 
 bool hierarchy_splits(const CollArgs& a) { return a.hier && !simplify(whole(a)).level_of.empty(); }
 
+// Moving every rank on by a node (g ranks) maps node k to node k + 1 with local indices
+// kept. The pipelined all_reduce: each piece's segments go to the member of their index,
+// then a ring among the K owners of a segment (one per node, in node order: rotation
+// symmetric when the segment splits into K equal blocks; three nodes at least, two cut
+// pieces of their own), then back. all_gather and reduce_scatter over one level: the
+// exchange among the ranks of equal local index is the ring or direct (rotation symmetric
+// both), the exchange inside the node by local index.
+int hierarchical_rotation_period(const CollArgs& a) {
+  if (!hierarchy_splits(a)) return rotation_period(Algo::ring, a);
+  const int g = a.hier->levels.size() == 1 ? even_consecutive(a) : 0;
+  switch (a.coll) {
+    case Collective::all_gather:
+    case Collective::reduce_scatter: return g ? g : rotation_period(Algo::ring, a);
+    case Collective::all_reduce: {
+      const int K = g ? a.nranks / g : 0;
+      if (K < 3 || a.count * a.elem_size < (4u << 20) || !even_single_level(a)) return 0;
+      const int pieces = static_cast<int>(std::min<size_t>(16, a.count * a.elem_size / (1u << 20)));
+      for (int i = 0; i < pieces; ++i)
+        for (int s = 0; s < g; ++s)
+          if (block_size(block_size(a.count, pieces, i), g, s) % static_cast<size_t>(K) != 0) return 0;
+      return g;
+    }
+    default: return 0;
+  }
+}
+
 Plan hierarchical_plan(const CollArgs& a) {
   if (!hierarchy_splits(a)) return ring_plan(a);
   Plan p;

@@ -81,6 +81,9 @@ struct Cluster {
   // Group of `rank` at level i: ranks of one group are consecutive.
   int group_of(int rank, size_t level) const { return rank / ranks_per_group(level); }
   int ranks_per_group(size_t level) const;
+  // The smallest shift of every rank that maps the fabric onto itself: the ranks of a group
+  // of the level below the outermost (the outermost level's groups are all alike), or 1.
+  int rotation_period() const { return levels.size() > 1 ? ranks_per_group(levels.size() - 2) : 1; }
   // The smallest level whose group holds both ranks.
   size_t common_level(int a, int b) const;
   // Bytes per second one group of level i-1 can send up into level i (i >= 1): its links,

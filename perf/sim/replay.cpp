@@ -153,7 +153,7 @@ bool Replay::post(int r, double now) {
       d.queue.push({x.bytes, fwd ? static_cast<int32_t>(last_recv) : -1, fwd ? dirs_[last_recv].recvs_posted - 1 : 0});
       d.posted += x.bytes;
       const PlanSet::Dir& pd = plans_.dirs[x.dir];
-      const uint64_t held = fwd ? 0 : static_cast<uint64_t>(fabric_.buffer(pd.from, pd.to));
+      const uint64_t held = fwd ? 0 : static_cast<uint64_t>(fabric_.buffer(pd.from, pd.to_real));
       const uint64_t done_at = d.posted > held ? d.posted - held : 0;
       if (done_at <= d.sent) --k.pending;
       else d.completes.push(done_at);
@@ -194,7 +194,7 @@ void Replay::try_start(uint32_t di, double now) {
   d.busy = true;
   const PlanSet::Dir& pd = plans_.dirs[di];
   uint32_t path[FlowNetwork::kMaxPath];
-  const int n = fabric_.route(pd.from, pd.to, path);
+  const int n = fabric_.route(pd.from, pd.to_real, path);
   net_.add(path, n, static_cast<double>(d.segment), now, di);
 }
 
@@ -210,7 +210,7 @@ void Replay::transmitted(uint32_t di, double now) {
   }
   if (d.head_left == 0) {
     d.flying.push(d.head);
-    const double latency = fabric_.latency(pd.from, pd.to);
+    const double latency = fabric_.latency(pd.from, pd.to_real);
     if (latency > 0) events_.push({now + latency, di, kArrive});
     else arrive(di, now);
   }
@@ -240,7 +240,7 @@ void Replay::match(uint32_t di, uint64_t sent, uint64_t received) {
   if (sent == received) return;
   const PlanSet::Dir& pd = plans_.dirs[di];
   throw PlanError("rank " + std::to_string(pd.from) + " sends " + std::to_string(sent) + " bytes to rank " +
-                  std::to_string(pd.to) + ", which receives " + std::to_string(received) + " bytes in that place");
+                  std::to_string(pd.to_real) + ", which receives " + std::to_string(received) + " bytes in that place");
 }
 
 void Replay::stuck() const {
@@ -254,7 +254,7 @@ void Replay::stuck() const {
       const Dir& d = dirs_[x.dir];
       if (x.kind == PlanSet::recv && !d.waiting.empty()) why += "; a receive from rank " + std::to_string(pd.from) + " never came";
       if (x.kind != PlanSet::recv && (!d.queue.empty() || !d.arrived.empty()))
-        why += "; rank " + std::to_string(pd.to) + " never received its send";
+        why += "; rank " + std::to_string(pd.to_real) + " never received its send";
     }
     throw PlanError("the plans deadlock: rank " + std::to_string(r) + " waits in round " +
                     std::to_string(k.round - plans_.rank_first[r]) + " of " + std::to_string(plans_.rounds_of(r)) +
@@ -304,7 +304,7 @@ ReplayResult Replay::run() {
   if (finished_ < n) stuck();
   for (uint32_t i = 0; i < dirs_.size(); ++i)
     if (!dirs_[i].queue.empty() || !dirs_[i].arrived.empty())
-      throw PlanError("rank " + std::to_string(plans_.dirs[i].from) + " sends rank " + std::to_string(plans_.dirs[i].to) +
+      throw PlanError("rank " + std::to_string(plans_.dirs[i].from) + " sends rank " + std::to_string(plans_.dirs[i].to_real) +
                       " more messages than it receives");
 
   ReplayResult res;
@@ -313,7 +313,8 @@ ReplayResult Replay::run() {
     res.time_s += t / n;
     res.slowest_s = std::max(res.slowest_s, t);
   }
-  res.messages = messages_;
+  // Folded, every held rank and link stands for fold() of them.
+  res.messages = messages_ * static_cast<size_t>(fabric_.fold());
   res.reallocations = net_.reallocations();
   const Cluster& c = fabric_.cluster();
   const double calls = opt_.warmup + opt_.iters;
@@ -322,9 +323,9 @@ ReplayResult Replay::run() {
   const auto& use = net_.use();
   for (size_t i = 0; i < spec.size(); ++i) {
     LevelUse& u = res.levels[static_cast<size_t>(spec[i].level)];
-    ++u.links;
+    u.links += static_cast<size_t>(fabric_.fold());
     const double bytes = use[i].bytes / calls;
-    if (bytes > 0) ++u.links_used, u.bytes_mean += bytes;
+    if (bytes > 0) u.links_used += static_cast<size_t>(fabric_.fold()), u.bytes_mean += bytes * fabric_.fold();
     u.bytes_max = std::max(u.bytes_max, bytes);
     if (use[i].peak_used_Bps > u.peak_Bps) {
       u.peak_Bps = use[i].peak_used_Bps;
@@ -342,6 +343,9 @@ ReplayResult Replay::run() {
 
 ReplayResult replay(const Fabric& fabric, const PlanSet& plans, const ReplayOptions& o) {
   if (o.iters < 1 || o.warmup < 0) throw std::invalid_argument("replay: iters >= 1 and warmup >= 0");
+  if (fabric.period() != plans.nranks())
+    throw std::logic_error("replay: plans of " + std::to_string(plans.nranks()) + " ranks over a fabric folded by " +
+                           std::to_string(fabric.period()));
   return Replay(fabric, plans, o).run();
 }
 

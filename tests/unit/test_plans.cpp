@@ -427,6 +427,59 @@ TEST(Tuner, DeviceAllReduceInANodeIsOneShotWhenSmallAndRingWhenLarge) {
   EXPECT_EQ(build_hierarchy({"a", "a"}, {}, "device:20us:50GB").device.bandwidth_Bps, 50e9);
 }
 
+// Rank r's plan as strata-sim's rotation symmetry sees it: per round, the transfers in
+// order (kind, peer relative to r, elements) and the elements of each kind of local step.
+using Shape = std::vector<std::pair<std::vector<std::tuple<StepKind, int, size_t>>, std::map<StepKind, size_t>>>;
+Shape shape_of(const Plan& p, int r, int n) {
+  Shape s(p.rounds());
+  for (size_t round = 0; round < p.rounds(); ++round)
+    for (size_t i = p.round_begin[round]; i < p.round_end(round); ++i) {
+      const Step& st = p.steps[i];
+      if (st.peer >= 0) s[round].first.emplace_back(st.kind, mod(st.peer - r, n), st.count);
+      else s[round].second[st.kind] += st.count;
+    }
+  return s;
+}
+
+// Every rotation_period claim, checked plan by plan: rank r + s's plan is rank r's moved on by s.
+TEST(Plans, RotationSymmetryClaimsHold) {
+  std::map<Algo, int> claims;
+  const Collective colls[] = {Collective::all_reduce, Collective::reduce_scatter, Collective::all_gather,
+                              Collective::broadcast,  Collective::reduce,         Collective::all_to_all,
+                              Collective::barrier};
+  for (int n : {3, 4, 5, 6, 8, 9, 12, 16})
+    for (int g : {1, 2, 3, 4}) {  // 1: no hierarchy; else nodes of g consecutive ranks
+      if (n % g || (g > 1 && n / g < 2)) continue;
+      const Hierarchy h = build_hierarchy(std::vector<std::string>(static_cast<size_t>(n), "host"),
+                                          g > 1 ? parse_hierarchy_spec("node:" + std::to_string(g)) : std::vector<LevelSpec>{}, "");
+      for (Algo algo : kAllAlgos)
+        for (Collective coll : colls)
+          for (size_t esz : {size_t(4), size_t(1) << 20})  // 1 MiB elements: sizes the hierarchical plans pipeline
+            for (size_t count : {size_t(1), size_t(7), static_cast<size_t>(n) * 5, static_cast<size_t>(16 * n * 4)}) {
+              if (!supports(algo, coll)) continue;
+              CollArgs a{coll, count, esz, 0, 0, n, false, 3, g > 1 ? &h : nullptr};
+              const int s = rotation_period(algo, a);
+              if (s == 0) continue;
+              ++claims[algo];
+              const std::string what = std::string(name(algo)) + " " + name(coll) + " n=" + std::to_string(n) +
+                                       " nodes of " + std::to_string(g) + " count " + std::to_string(count) + " x " +
+                                       std::to_string(esz) + " B: period " + std::to_string(s);
+              ASSERT_EQ(n % s, 0) << what;
+              std::vector<Shape> shapes;
+              for (int r = 0; r < n; ++r) {
+                a.rank = r;
+                shapes.push_back(shape_of(build_plan(algo, a), r, n));
+              }
+              for (int r = 0; r < n; ++r) ASSERT_TRUE(shapes[static_cast<size_t>(r)] == shapes[static_cast<size_t>((r + s) % n)]) << what << ", rank " << r;
+            }
+    }
+  for (Algo a : {Algo::ring, Algo::direct, Algo::recursive_doubling, Algo::hierarchical})
+    EXPECT_GT(claims[a], 10) << name(a) << ": its claims should be checked here";
+  // The pipelined hierarchical all_reduce is among them: nodes of 3, 4 of them, 16 pieces.
+  const Hierarchy h = build_hierarchy(std::vector<std::string>(12, "host"), parse_hierarchy_spec("node:3"), "");
+  EXPECT_EQ(rotation_period(Algo::hierarchical, {Collective::all_reduce, 16 * 12 * 4, size_t(1) << 20, 0, 0, 12, false, 3, &h}), 3);
+}
+
 TEST(Plans, DefaultChoiceIsAlwaysSupported) {
   for (int c = 0; c <= static_cast<int>(Collective::barrier); ++c)
     for (size_t count : {size_t(1), size_t(1000), size_t(1) << 24})
