@@ -87,6 +87,9 @@ Plan direct_plan(const CollArgs& a);
 Plan hierarchical_plan(const CollArgs& a);
 // The hierarchy has levels that separate this call's ranks (else hierarchical = ring).
 bool hierarchy_splits(const CollArgs& a);
+// The hierarchical plan for this call is the ring's: the hierarchy does not split the ranks,
+// or all_gather / reduce_scatter without one level of equal nodes of consecutive ranks.
+bool hierarchical_is_ring(const CollArgs& a);
 
 // Rotation symmetry, for strata-sim at scale: the smallest s > 0 such that rank r + s's plan
 // is rank r's with every peer moved on by s (mod n) — the same rounds, transfers of the

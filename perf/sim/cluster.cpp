@@ -133,10 +133,11 @@ class Parser {
       else if (k == "burst") l.burst_bytes = bytes(line, k, v);
       else if (k == "peak") l.peak_Bps = rate(line, k, v);
       else if (k == "buffer") l.buffer_bytes = bytes(line, k, v);
+      else if (k == "overhead") l.overhead_s = v == "0" ? 0 : time(line, k, v);
       else if (k == "hwloc" && index == 0) hwloc = v;
       else
         fail(line, "'" + k + "' is not a level setting (size, bandwidth, latency, links, oversubscription, "
-                             "efficiency, burst, peak, buffer, forwards; hwloc on the innermost level)");
+                             "efficiency, burst, peak, buffer, overhead, forwards; hwloc on the innermost level)");
     }
     if (!hwloc.empty()) {  // what the machine's file gives, unless the line says otherwise
       node_from_hwloc(line, hwloc, has_size, has_bw);
@@ -346,7 +347,8 @@ LibraryInputs Cluster::library_inputs() const {
   for (size_t i = 0; i < levels.size(); ++i) {
     double Bps = levels[i].bandwidth_Bps;
     if (i > 0) Bps = node_Bps = std::min(node_Bps, uplink_Bps(i) * ranks_per_group(0) / ranks_per_group(i - 1));
-    const std::string figures = exact(levels[i].latency_s, "s") + ":" + exact(Bps, "B");
+    const std::string figures =
+        exact(levels[i].latency_s, "s") + ":" + exact(Bps, "B") + ":" + (levels[i].overhead_s ? exact(levels[i].overhead_s, "s") : "0");
     std::string name = i == 0 ? "node" : i + 1 == levels.size() ? "top" : hierarchy_all ? levels[i].name : "";
     if (name.empty()) continue;  // not a level of the library's hierarchy
     in.link_model += (in.link_model.empty() ? "" : ",") + name + ":" + figures;

@@ -37,6 +37,9 @@ struct LevelDesc {
   // wire (socket buffers, a FIFO): a send completes once no more than this much of it
   // remains to be sent. 0: when its last byte has left.
   double buffer_bytes = 0;
+  // What a rank spends on each message it sends to a rank of this level (posting it, LogP's
+  // o): a round's sends leave one such time after another. 0: nothing.
+  double overhead_s = 0;
   bool forwards = false;  // level 0: links forward reductions (shared memory: plans may use recv_reduce_send)
   int line = 0;           // where it was declared, for messages
 };

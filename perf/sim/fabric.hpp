@@ -35,6 +35,7 @@ class Fabric {
   int fold() const { return cluster_.nranks() / period_; }
   double latency(int src, int dst) const { return cluster_.levels[cluster_.common_level(src, dst)].latency_s; }
   double buffer(int src, int dst) const { return cluster_.levels[cluster_.common_level(src, dst)].buffer_bytes; }
+  double overhead(int src, int dst) const { return cluster_.levels[cluster_.common_level(src, dst)].overhead_s; }
   const Cluster& cluster() const { return cluster_; }
 
  private:

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "options.hpp"
 #include "results.hpp"
 #include "simulate.hpp"
@@ -177,6 +179,7 @@ struct CompareRun {
 
 int compare(const Model& m, const perf::Options& o, Collective coll, const ReplayOptions& ro) {
   const int n = m.cluster.nranks();
+  nlohmann::ordered_json json_rows = nlohmann::ordered_json::array();
   for (DataType type : o.types)
     for (ReduceOp op : perf::has_op(coll) ? o.ops : std::vector<ReduceOp>{ReduceOp::sum})
       for (const Row& row : rows(o, coll, type, op, o.root < 0 ? 0 : o.root, n)) {
@@ -210,6 +213,20 @@ int compare(const Model& m, const perf::Options& o, Collective coll, const Repla
                       c.run->choice.predicted_s * 1e6,
                       c.run->algo != name(c.algo) ? ("  (runs as " + c.run->algo + ")").c_str() : "");
         }
+        nlohmann::ordered_json jrow{{"collective", name(coll)}, {"type", name(type)}, {"size", row.bytes},
+                                    {"count", row.call.count}, {"tuner", name(tuned.algo)}, {"algorithms", {}}};
+        for (const CompareRun& c : runs) {
+          nlohmann::ordered_json j{{"algorithm", name(c.algo)}};
+          if (c.run) {
+            j["time_us"] = c.run->replay.time_s * 1e6;
+            j["predicted_us"] = c.run->choice.predicted_s * 1e6;
+            j["runs_as"] = c.run->algo;
+          } else {
+            j["refused"] = c.refused;
+          }
+          jrow["algorithms"].push_back(j);
+        }
+        json_rows.push_back(jrow);
         if (!mine || !best) {
           std::printf("# the tuner picks %s; %s\n", name(tuned.algo),
                       best ? "the simulator refused it here" : "the simulator refused every algorithm here");
@@ -224,6 +241,12 @@ int compare(const Model& m, const perf::Options& o, Collective coll, const Repla
         else
           std::printf("# the tuner's choice %s is%s the fastest here\n", name(tuned.algo), best == mine ? "" : " within 5% of");
       }
+  if (!o.json_path.empty()) {
+    std::ofstream json(o.json_path);
+    json << nlohmann::ordered_json{{"tool", kTool}, {"cluster", m.cluster.name}, {"ranks", n}, {"rows", json_rows}}.dump(1)
+         << "\n";
+    if (!json) throw UsageError("cannot write '" + o.json_path + "'");
+  }
   return 0;
 }
 

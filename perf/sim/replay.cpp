@@ -64,7 +64,9 @@ class Replay {
     int pending = 0;
     double start = 0, end = 0;
   };
-  enum EventKind : uint8_t { kPost, kArrive };
+  // kPost: a rank's local work is done, its transfers go; kArrive: a message's last byte
+  // arrives; kRelease: a rank is done posting its round's sends.
+  enum EventKind : uint8_t { kPost, kArrive, kRelease };
   struct Event {
     double time;
     uint32_t id;
@@ -132,6 +134,10 @@ bool Replay::post(int r, double now) {
   const uint64_t end = plans_.rounds[k.round + 1].first;
   k.pending = 1;  // held until every transfer is posted: one may complete at once
   uint32_t last_recv = 0;
+  // The rank posts the round's sends one after another, each taking its overhead: the round
+  // lasts at least that long. (Their flows start together, so that a round of thousands of
+  // equal flows stays one change of the network's rates.)
+  double posting = 0;
   for (uint64_t i = round.first; i < end; ++i) {
     const PlanSet::Xfer& x = plans_.xfers[i];
     Dir& d = dirs_[x.dir];
@@ -150,15 +156,20 @@ bool Replay::post(int r, double now) {
       // only once sent (its data does not exist before); a send completes once no more
       // than the direction's buffer of it is left to send.
       const bool fwd = x.kind == PlanSet::forward;
+      const PlanSet::Dir& pd = plans_.dirs[x.dir];
+      posting += fabric_.overhead(pd.from, pd.to_real);
       d.queue.push({x.bytes, fwd ? static_cast<int32_t>(last_recv) : -1, fwd ? dirs_[last_recv].recvs_posted - 1 : 0});
       d.posted += x.bytes;
-      const PlanSet::Dir& pd = plans_.dirs[x.dir];
       const uint64_t held = fwd ? 0 : static_cast<uint64_t>(fabric_.buffer(pd.from, pd.to_real));
       const uint64_t done_at = d.posted > held ? d.posted - held : 0;
       if (done_at <= d.sent) --k.pending;
       else d.completes.push(done_at);
     }
     try_start(x.dir, now);
+  }
+  if (posting > 0) {  // the hold lasts until the last send is posted
+    events_.push({now + posting, static_cast<uint32_t>(r), kRelease});
+    return false;
   }
   return --k.pending == 0;  // the hold
 }
@@ -295,6 +306,8 @@ ReplayResult Replay::run() {
       events_.pop();
       if (e.kind == kArrive) {
         arrive(e.id, e.time);
+      } else if (e.kind == kRelease) {
+        complete(static_cast<int>(e.id), e.time);
       } else if (post(static_cast<int>(e.id), e.time)) {
         ready_.push_back({static_cast<int>(e.id), e.time});
       }
