@@ -390,12 +390,18 @@ Cost hierarchical_all_reduce(const CollArgs& a, const Ladder& l, double bytes, P
     c += net;
     return c;
   }
-  // Pipelined: the network's rounds of all pieces run together (their latencies once, plus
-  // one per piece), the node's phases of all but the first and last piece behind them.
+  // Pipelined: the network's rounds of all pieces run together (the ring's rounds, one more
+  // per piece), the node's phases of all but the first and last piece behind them. Each
+  // round posts a message per piece in it: where posting them all takes longer than the
+  // rounds' latencies and bytes, it sets the time.
   const Cost piece_inside = inside * (1 / pieces);
+  const LinkModel& top = l.rungs[last].link;
+  const double ring_rounds = 2.0 * (k.n - 1), latency = (ring_rounds + pieces - 1) * top.latency_s;
+  const double wire = std::max(net.wire, inside.wire + inside.local - piece_inside.wire - piece_inside.local);
+  const double posting = pieces * ring_rounds * told_overhead(top);
   c += piece_inside;
-  c.latency += net.latency + (pieces - 1) * l.rungs[last].link.latency_s;
-  c.wire += std::max(net.wire, inside.wire + inside.local - piece_inside.wire - piece_inside.local);
+  c.latency += latency + std::max(0.0, posting - latency - wire);
+  c.wire += wire;
   return c;
 }
 

@@ -49,7 +49,7 @@ def rows_of(result):
         refused = [a["algorithm"] for a in r["algorithms"] if "refused" in a]
         out.append({"cluster": result["cluster"], "ranks": result["ranks"], "collective": r["collective"],
                     "size": r["size"], "tuner": r["tuner"], "tuner_us": mine.get("time_us"),
-                    "predicted_us": mine.get("predicted_us"), "runs_as": mine.get("runs_as"),
+                    "predicted_us": r["tuner_predicted_us"], "runs_as": mine.get("runs_as"),
                     "fastest": fastest["algorithm"], "fastest_us": fastest["time_us"], "refused": refused})
     return out
 
@@ -58,8 +58,13 @@ def ratio(r):
     return r["tuner_us"] / r["fastest_us"] if r["tuner_us"] is not None else float("inf")
 
 
+def cell(x):
+    return "refused" if x is None else f"{x:.1f}"
+
+
 def write_doc(rows, command):
     within = sum(ratio(r) <= 1 + TOLERANCE for r in rows)
+    refused = sum(r["tuner_us"] is None for r in rows)
     lines = [BEGIN, "", f"`{command}`: for each row every algorithm that applies is simulated; the tuner's choice "
              "(as the library makes it on that cluster, `algorithms/choice.cpp`) beside the fastest. time in µs per "
              "call, simulated; predicted: the tuner's own figure for its choice; refused: algorithms the simulator "
@@ -67,12 +72,14 @@ def write_doc(rows, command):
              "| cluster | ranks | collective | size | tuner's choice | time | predicted | fastest | time | choice / fastest | refused |",
              "|---|---:|---|---:|---|---:|---:|---|---:|---:|---|"]
     for r in rows:
-        mark = "" if ratio(r) <= 1 + TOLERANCE else " **beyond 10%**"
+        mine = r["tuner_us"] is not None
+        mark = "" if ratio(r) <= 1 + TOLERANCE else " **beyond 10%**" if mine else ""
         choice = r["tuner"] + (f" (runs as {r['runs_as']})" if r["runs_as"] and r["runs_as"] != r["tuner"] else "")
         lines.append(f"| {r['cluster']} | {r['ranks']} | {r['collective']} | {human(r['size'])} | {choice} | "
-                     f"{r['tuner_us']:.1f} | {r['predicted_us']:.1f} | {r['fastest']} | {r['fastest_us']:.1f} | "
-                     f"{ratio(r):.2f}{mark} | {', '.join(r['refused'])} |")
-    lines += ["", f"{within} of {len(rows)} rows within {TOLERANCE:.0%} of the fastest simulated algorithm.", "", END]
+                     f"{cell(r['tuner_us'])} | {cell(r['predicted_us'])} | {r['fastest']} | {r['fastest_us']:.1f} | "
+                     f"{f'{ratio(r):.2f}' if mine else '-'}{mark} | {', '.join(r['refused'])} |")
+    lines += ["", f"{within} of {len(rows)} rows within {TOLERANCE:.0%} of the fastest simulated algorithm"
+              f"{f'; in {refused} the simulator refused the tuner choice (below)' if refused else ''}.", "", END]
     doc = open(DOC).read()
     a, b = doc.index(BEGIN), doc.index(END) + len(END)
     open(DOC, "w").write(doc[:a] + "\n".join(lines) + doc[b:])
@@ -96,8 +103,8 @@ def main():
                 for r in rows_of(compare(args.build, cluster, ranks, coll, args.min, args.max)):
                     rows.append(r)
                     print(f"{r['cluster']:12s} {r['ranks']:6d} {r['collective']:15s} {human(r['size']):>8s} "
-                          f"tuner {r['tuner']:19s} {r['tuner_us'] or float('nan'):12.1f} us (predicted "
-                          f"{r['predicted_us'] or float('nan'):12.1f})  fastest {r['fastest']:19s} "
+                          f"tuner {r['tuner']:19s} {cell(r['tuner_us']):>12s} us (predicted "
+                          f"{cell(r['predicted_us']):>12s})  fastest {r['fastest']:19s} "
                           f"{r['fastest_us']:12.1f} us  {ratio(r):6.2f}{'  BEYOND' if ratio(r) > 1 + TOLERANCE else ''}",
                           flush=True)
     within = sum(ratio(r) <= 1 + TOLERANCE for r in rows)

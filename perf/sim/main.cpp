@@ -214,7 +214,8 @@ int compare(const Model& m, const perf::Options& o, Collective coll, const Repla
                       c.run->algo != name(c.algo) ? ("  (runs as " + c.run->algo + ")").c_str() : "");
         }
         nlohmann::ordered_json jrow{{"collective", name(coll)}, {"type", name(type)}, {"size", row.bytes},
-                                    {"count", row.call.count}, {"tuner", name(tuned.algo)}, {"algorithms", {}}};
+                                    {"count", row.call.count}, {"tuner", name(tuned.algo)},
+                                    {"tuner_predicted_us", tuned.predicted_s * 1e6}, {"algorithms", {}}};
         for (const CompareRun& c : runs) {
           nlohmann::ordered_json j{{"algorithm", name(c.algo)}};
           if (c.run) {
