@@ -86,9 +86,8 @@ struct Ladder {
   // The rate of each of `flows` flows per group of the rung below that cross rung j at once
   // (every copy of the call alike): the least share of each uplink on the way.
   double rate(size_t j, double flows) const {
-    double r = rungs[0].link.bandwidth_Bps;
-    if (j == 0) return r;
-    r = HUGE_VAL;
+    if (j == 0) return rungs[0].link.bandwidth_Bps;  // a rank's own port
+    double r = HUGE_VAL;
     for (size_t i = 1; i <= j; ++i) {
       const Rung& u = rungs[i];
       r = std::min(r, u.link.bandwidth_Bps * u.nodes_below / (std::min(flows, u.ranks_below) * streams));
