@@ -4,7 +4,7 @@ the algorithm the library's tuner picks beside the fastest one the simulator fin
 algorithm simulated with `strata-sim --compare`), written into docs/simulator.md between
 its tuner markers.
 
-  perf/sim_tuner_table.py                    # the table of docs/simulator.md (tens of minutes)
+  perf/sim_tuner_table.py                    # the table of docs/simulator.md (~12 min of one core)
   perf/sim_tuner_table.py --ranks 1024 --no-doc
 """
 import argparse
