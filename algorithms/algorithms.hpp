@@ -87,5 +87,18 @@ Plan direct_plan(const CollArgs& a);
 Plan hierarchical_plan(const CollArgs& a);
 // The hierarchy has levels that separate this call's ranks (else hierarchical = ring).
 bool hierarchy_splits(const CollArgs& a);
+// The hierarchical plan for this call is the ring's: the hierarchy does not split the ranks,
+// or all_gather / reduce_scatter without one level of equal nodes of consecutive ranks.
+bool hierarchical_is_ring(const CollArgs& a);
+
+// Rotation symmetry, for strata-sim at scale: the smallest s > 0 such that rank r + s's plan
+// is rank r's with every peer moved on by s (mod n) — the same rounds, transfers of the
+// same sizes to the shifted peers in the same order, local passes over as many elements —
+// or 0 where no such s is claimed. Claimed where it holds by construction (rings over equal
+// blocks, Bruck's all_gather, direct; hierarchical plans over equal nodes of consecutive
+// ranks whose inner algorithms are those); tests/unit/test_plans.cpp checks every claim
+// plan by plan.
+int rotation_period(Algo algo, const CollArgs& a);
+int hierarchical_rotation_period(const CollArgs& a);  // rotation_period's case of hierarchical
 
 }  // namespace strata

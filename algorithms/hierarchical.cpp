@@ -360,8 +360,89 @@ Plan pipelined_all_reduce(const CollArgs& a) {
 
 bool hierarchy_splits(const CollArgs& a) { return a.hier && !simplify(whole(a)).level_of.empty(); }
 
+bool hierarchical_is_ring(const CollArgs& a) {
+  if (!hierarchy_splits(a)) return true;
+  if (a.coll == Collective::all_gather || a.coll == Collective::reduce_scatter)
+    return a.hier->levels.size() != 1 || even_consecutive(a) == 0;
+  return !supports(Algo::hierarchical, a.coll);
+}
+
+namespace {
+
+// The levels that shape a hierarchical plan (those simplify keeps), when each groups
+// consecutive ranks into equal groups: ranks per group at each, innermost first; empty
+// otherwise.
+std::vector<int> regular_levels(const CollArgs& a) {
+  std::vector<int> sizes;
+  for (const Level& l : a.hier->levels) {
+    if (l.ngroups <= 1) break;
+    if (l.ngroups >= a.nranks) continue;
+    if (a.nranks % l.ngroups) return {};
+    const int size = a.nranks / l.ngroups;
+    for (int r = 0; r < a.nranks; ++r)
+      if (l.group[static_cast<size_t>(r)] != l.group[static_cast<size_t>(r / size * size)] ||
+          (r % size == 0 && r > 0 && l.group[static_cast<size_t>(r)] == l.group[static_cast<size_t>(r - 1)]))
+        return {};
+    if (!sizes.empty() && size % sizes.back()) return {};
+    sizes.push_back(size);
+  }
+  return sizes;
+}
+
+// Every segment a rank can own on its way up (each level's members cut the segment below
+// into theirs) ends in a flat all_reduce among the K outermost groups' owners that moving
+// every rank on by one group leaves the same: direct, or a ring of three or more over equal
+// blocks.
+bool segments_rotate(const CollArgs& a, const std::vector<int>& sizes, size_t level, size_t len, int K) {
+  if (level == sizes.size()) {
+    CollArgs top = a;
+    top.count = len, top.nranks = K, top.hier = nullptr;
+    const Algo flat = flat_choice(top);
+    return flat == Algo::direct || (flat == Algo::ring && K >= 3 && len % static_cast<size_t>(K) == 0);
+  }
+  const int members = sizes[level] / (level ? sizes[level - 1] : 1);
+  for (int s = 0; s < members; ++s)
+    if (!segments_rotate(a, sizes, level + 1, block_size(len, members, s), K)) return false;
+  return true;
+}
+
+}  // namespace
+
+// Moving every rank on by one outermost group of regular levels maps each group to the next
+// with every local index kept: the plans' exchanges inside groups go by local index, and
+// only the flat part among the outermost groups' owners must be rotation symmetric itself.
+// The pipelined all_reduce (one level, from 4 MiB): each piece's segments go to the member
+// of their index, then a ring among the K owners of a segment (one per node, in node order:
+// rotation symmetric when the segment splits into K equal blocks; three nodes at least, two
+// cut pieces of their own), then back. all_gather and reduce_scatter over one level: the
+// exchange among the ranks of equal local index is the ring or direct, the exchange inside
+// the node by local index.
+int hierarchical_rotation_period(const CollArgs& a) {
+  if (hierarchical_is_ring(a)) return rotation_period(Algo::ring, a);
+  const int g = a.hier->levels.size() == 1 ? even_consecutive(a) : 0;
+  switch (a.coll) {
+    case Collective::all_gather:
+    case Collective::reduce_scatter: return g;
+    case Collective::all_reduce: {
+      if (a.count * a.elem_size >= (4u << 20) && even_single_level(a)) {  // pipelined
+        const int K = g ? a.nranks / g : 0;
+        if (K < 3) return 0;
+        const int pieces = static_cast<int>(std::min<size_t>(16, a.count * a.elem_size / (1u << 20)));
+        for (int i = 0; i < pieces; ++i)
+          for (int s = 0; s < g; ++s)
+            if (block_size(block_size(a.count, pieces, i), g, s) % static_cast<size_t>(K) != 0) return 0;
+        return g;
+      }
+      const std::vector<int> sizes = regular_levels(a);
+      if (sizes.empty()) return 0;
+      return segments_rotate(a, sizes, 0, a.count, a.nranks / sizes.back()) ? sizes.back() : 0;
+    }
+    default: return 0;
+  }
+}
+
 Plan hierarchical_plan(const CollArgs& a) {
-  if (!hierarchy_splits(a)) return ring_plan(a);
+  if (hierarchical_is_ring(a)) return ring_plan(a);
   Plan p;
   switch (a.coll) {
     case Collective::all_reduce:
@@ -381,8 +462,7 @@ Plan hierarchical_plan(const CollArgs& a) {
     case Collective::reduce: reduce_rec(p, a, whole(a), a.root, {Buf::input, 0}, true); break;
     case Collective::all_gather:
     case Collective::reduce_scatter: {
-      int g = a.hier->levels.size() == 1 ? even_consecutive(a) : 0;
-      if (!g) return ring_plan(a);
+      const int g = even_consecutive(a);  // one level of equal consecutive nodes (hierarchical_is_ring)
       p = a.coll == Collective::all_gather ? all_gather_two_level(a, g) : reduce_scatter_two_level(a, g);
       break;
     }

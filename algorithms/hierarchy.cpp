@@ -82,9 +82,16 @@ std::map<std::string, LinkModel> parse_link_models(const std::string& spec) {
   while (std::getline(ss, item, ',')) {
     if (item.empty()) continue;
     size_t a = item.find(':'), b = a == std::string::npos ? a : item.find(':', a + 1);
-    if (b == std::string::npos)
-      throw InvalidArgument("STRATA_LINK_MODEL: '" + item + "' is not level:latency:bandwidth (e.g. node:1us:6GB)");
-    out[item.substr(0, a)] = {parse_unit(item.substr(a + 1, b - a - 1), true), parse_unit(item.substr(b + 1), false)};
+    const size_t c = b == std::string::npos ? b : item.find(':', b + 1);
+    if (b == std::string::npos || (c != std::string::npos && item.find(':', c + 1) != std::string::npos))
+      throw InvalidArgument("STRATA_LINK_MODEL: '" + item +
+                            "' is not level:latency:bandwidth or level:latency:bandwidth:overhead (e.g. node:1us:6GB)");
+    LinkModel m{parse_unit(item.substr(a + 1, b - a - 1), true), parse_unit(item.substr(b + 1, c - b - 1), false)};
+    if (c != std::string::npos) {
+      const std::string o = item.substr(c + 1);
+      m.overhead_s = o == "0" || o == "0s" ? 0 : parse_unit(o, true);  // no overhead is a figure too
+    }
+    out[item.substr(0, a)] = m;
   }
   return out;
 }

@@ -15,6 +15,11 @@ struct LinkModel {
   // One direction alone, pipelined (a chain's or tree's stream: broadcast, reduce); 0: the
   // same as bandwidth_Bps (what a STRATA_LINK_MODEL entry gives).
   double stream_Bps = 0;
+  // What a rank spends on each message it sends over these links (posting it: the
+  // software's part, LogP's o), one message after another; < 0: not told, and the tuner
+  // charges a message's whole latency for each of a rank's messages in a round (measured so
+  // on the emulated cluster, docs/benchmarks.md).
+  double overhead_s = -1;
   double one_way_Bps() const { return stream_Bps > 0 ? stream_Bps : bandwidth_Bps; }
 };
 
@@ -70,7 +75,8 @@ inline constexpr LinkModel kShmLink{0.5e-6, 3e9, 12e9}, kHostTcpLink{5e-6, 2e9, 
 // Builds the hierarchy from each rank's host identity and the spec. Link models come from
 // defaults (shared memory inside a node, or tcp when `node_over_tcp`; network above) or
 // STRATA_LINK_MODEL ("node:1us:6GB,island:500us:0.125GB", names as levels, "top" for the
-// outermost links, "device" for device buffers inside a node).
+// outermost links, "device" for device buffers inside a node; a fourth field, a time, is
+// the overhead per message: "top:8us:50GB:1us").
 Hierarchy build_hierarchy(const std::vector<std::string>& hosts, const std::vector<LevelSpec>& spec,
                           const std::string& link_model_spec, bool node_over_tcp = false);
 

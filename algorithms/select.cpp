@@ -52,6 +52,26 @@ Algo default_algo(const CollArgs& a) {
   return Algo::ring;
 }
 
+int rotation_period(Algo algo, const CollArgs& a) {
+  if (!supports(algo, a.coll)) return 0;
+  switch (algo) {
+    case Algo::ring:
+      switch (a.coll) {
+        // Rank r sends block r - s in step s; blocks of equal size (two ranks cut pieces).
+        case Collective::all_reduce: return a.nranks != 2 && a.count % static_cast<size_t>(a.nranks) == 0 ? 1 : 0;
+        case Collective::reduce_scatter:
+        case Collective::all_gather: return 1;
+        default: return 0;  // chains from or to the root
+      }
+    case Algo::recursive_doubling: return a.coll == Collective::all_gather ? 1 : 0;  // Bruck's: to r - d, from r + d
+    case Algo::direct: return 1;  // to r + k, from r - k
+    case Algo::hierarchical: return hierarchical_rotation_period(a);
+    case Algo::tree:
+    case Algo::rabenseifner: return 0;  // rooted, or partners by exclusive or
+  }
+  return 0;
+}
+
 Plan build_plan(Algo algo, const CollArgs& a) {
   if (!supports(algo, a.coll))
     throw InternalError(std::string("algorithm ") + name(algo) + " does not implement " + name(a.coll));

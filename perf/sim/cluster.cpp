@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -108,6 +109,9 @@ class Parser {
     l.line = line;
     if (w.size() < 2) fail(line, "a level needs a name: level NAME size N bandwidth RATE latency TIME");
     l.name = w[1];
+    // Levels are named to the library as STRATA_HIERARCHY and STRATA_LINK_MODEL name them.
+    if (l.name.find_first_of(":,") != std::string::npos)
+      fail(line, "level '" + l.name + "': a level's name has no ':' or ','");
     double efficiency = 1;
     bool has_size = false, has_bw = false, has_lat = false, has_links = false;
     std::string hwloc;
@@ -129,10 +133,11 @@ class Parser {
       else if (k == "burst") l.burst_bytes = bytes(line, k, v);
       else if (k == "peak") l.peak_Bps = rate(line, k, v);
       else if (k == "buffer") l.buffer_bytes = bytes(line, k, v);
+      else if (k == "overhead") l.overhead_s = v == "0" ? 0 : time(line, k, v);
       else if (k == "hwloc" && index == 0) hwloc = v;
       else
         fail(line, "'" + k + "' is not a level setting (size, bandwidth, latency, links, oversubscription, "
-                             "efficiency, burst, peak, buffer, forwards; hwloc on the innermost level)");
+                             "efficiency, burst, peak, buffer, overhead, forwards; hwloc on the innermost level)");
     }
     if (!hwloc.empty()) {  // what the machine's file gives, unless the line says otherwise
       node_from_hwloc(line, hwloc, has_size, has_bw);
@@ -229,6 +234,9 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
     if (k == "hierarchy") {
       if (v != "all" && v != "nodes") p.fail(n, "hierarchy '" + v + "' is not 'all' (every level) or 'nodes'");
       c.hierarchy_all = v == "all";
+    } else if (k == "memory") {
+      if (v != "host" && v != "device") p.fail(n, "memory '" + v + "' is not 'host' or 'device'");
+      c.memory = v == "host" ? MemoryKind::host : MemoryKind::device;
     } else if (k == "link_model") {
       c.link_model = v, c.link_model_line = n;
     } else if (k == "name") c.name = v;
@@ -238,7 +246,7 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
     else if (k == "eager") c.eager_bytes = p.bytes(n, k, v);
     else
       p.fail(n, "'" + k + "' is not a cluster setting (name, ranks, level, copy, reduce, eager, oversubscribed, "
-                "hierarchy, link_model)");
+                "hierarchy, link_model, memory)");
   }
   if (c.levels.empty()) p.fail(n, "no levels: a cluster needs at least 'level node size N bandwidth RATE latency TIME'");
   LevelDesc& top = c.levels.back();
@@ -248,6 +256,12 @@ Cluster parse_cluster(const std::string& text, const std::string& source) {
     resize_cluster(c, ranks);
   } else if (ranks && ranks != c.nranks()) {
     p.fail(c.ranks_line, "ranks " + std::to_string(ranks) + " but the levels make " + std::to_string(c.nranks()));
+  }
+  for (size_t i = 1; i + 1 < c.levels.size(); ++i) {
+    const std::string& name = c.levels[i].name;
+    if (name == "node" || name == "top" || name == "device")
+      p.fail(c.levels[i].line, "level '" + name + "': STRATA_LINK_MODEL's names node, top and device are the innermost "
+                               "level, the outermost links and device buffers; name this level otherwise");
   }
   if (c.link_model_line) {
     try {
@@ -297,29 +311,58 @@ double Cluster::uplink_Bps(size_t level) const {
   return levels[level - 1].size * uplink_Bps(level - 1) / l.oversubscription;
 }
 
-Hierarchy Cluster::hierarchy() const {
-  // As the library builds it from a bootstrap: levels below the whole job, the outermost
-  // links as `top` (a level of one group would keep the hierarchical plans that need a
-  // single level from being chosen, as they are on a real job).
-  std::vector<LevelSpec> spec{{"node", levels[0].size}};
-  for (size_t i = 1; hierarchy_all && i + 1 < levels.size(); ++i) spec.push_back({levels[i].name, levels[i].size});
-  const bool figures = link_model == "cluster";
-  Hierarchy h = build_hierarchy(std::vector<std::string>(static_cast<size_t>(nranks()), ""), spec, figures ? "" : link_model);
-  h.oversubscribed = oversubscribed;
-  if (hierarchy_all)
-    for (size_t i = 1; i < h.levels.size(); ++i) h.levels[i].name = levels[i].name;
-  if (!figures) return h;
-  // Per node: the least of its share of each uplink up to level i.
+namespace {
+
+// A figure as STRATA_LINK_MODEL writes it, exactly ("%.17g" reads back as the same double).
+std::string exact(double v, const char* unit) {
+  char b[40];
+  std::snprintf(b, sizeof b, "%.17g%s", v, unit);
+  return b;
+}
+
+}  // namespace
+
+LibraryInputs Cluster::library_inputs() const {
+  LibraryInputs in;
+  const int n = nranks(), per_node = ranks_per_group(0);
+  // A node is a host. Oversubscribed: every rank on one machine with one CPU (the emulated
+  // cluster: network namespaces on one machine); else a machine per node, a CPU per rank.
+  for (int r = 0; r < n; ++r) {
+    in.hosts.push_back("node" + std::to_string(group_of(r, 0)));
+    RankCpus cpus{oversubscribed ? "machine" : in.hosts.back(), {}};
+    const int cpu = oversubscribed ? 0 : r % per_node;
+    cpus.mask.assign(static_cast<size_t>(cpu / 64 + 1), 0);
+    cpus.mask.back() = uint64_t{1} << (cpu % 64);
+    in.cpus.push_back(std::move(cpus));
+  }
+  // The levels between the node and the whole cluster, as STRATA_HIERARCHY names them.
+  for (size_t i = 1; hierarchy_all && i + 1 < levels.size(); ++i)
+    in.hierarchy += (in.hierarchy.empty() ? "" : ",") + levels[i].name + ":" + std::to_string(levels[i].size);
+  if (link_model != "cluster") {
+    in.link_model = link_model;
+    return in;
+  }
+  // Per node above level 0: the least of its share of each uplink up to that level.
   double node_Bps = HUGE_VAL;
   for (size_t i = 0; i < levels.size(); ++i) {
-    LinkModel m{levels[i].latency_s, levels[i].bandwidth_Bps};
-    if (i > 0) {
-      node_Bps = std::min(node_Bps, uplink_Bps(i) * ranks_per_group(0) / ranks_per_group(i - 1));
-      m.bandwidth_Bps = node_Bps;
-    }
-    if (i < h.levels.size() && (i == 0 || hierarchy_all)) h.levels[i].link = m;
-    if (i + 1 == levels.size() && i > 0) h.top = m;
+    double Bps = levels[i].bandwidth_Bps;
+    if (i > 0) Bps = node_Bps = std::min(node_Bps, uplink_Bps(i) * ranks_per_group(0) / ranks_per_group(i - 1));
+    const std::string figures =
+        exact(levels[i].latency_s, "s") + ":" + exact(Bps, "B") + ":" + (levels[i].overhead_s ? exact(levels[i].overhead_s, "s") : "0");
+    std::string name = i == 0 ? "node" : i + 1 == levels.size() ? "top" : hierarchy_all ? levels[i].name : "";
+    if (name.empty()) continue;  // not a level of the library's hierarchy
+    in.link_model += (in.link_model.empty() ? "" : ",") + name + ":" + figures;
+    if (i == 0) in.link_model += ",device:" + figures;
   }
+  return in;
+}
+
+Hierarchy Cluster::hierarchy() const {
+  // As a communicator's creation turns its bootstrap table and settings into its tuner's
+  // view: hierarchy_of (build_hierarchy), then tuner_view (oversubscribed).
+  const LibraryInputs in = library_inputs();
+  Hierarchy h = build_hierarchy(in.hosts, parse_hierarchy_spec(in.hierarchy), in.link_model);
+  h.oversubscribed = strata::oversubscribed(in.cpus);
   return h;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "algorithms/hierarchy.hpp"
+#include "ground/memory_kind.hpp"
 
 namespace strata::sim {
 
@@ -36,8 +37,22 @@ struct LevelDesc {
   // wire (socket buffers, a FIFO): a send completes once no more than this much of it
   // remains to be sent. 0: when its last byte has left.
   double buffer_bytes = 0;
+  // What a rank spends on each message it sends to a rank of this level (posting it, LogP's
+  // o): a round's sends leave one such time after another. 0: nothing.
+  double overhead_s = 0;
   bool forwards = false;  // level 0: links forward reductions (shared memory: plans may use recv_reduce_send)
   int line = 0;           // where it was declared, for messages
+};
+
+// What a job's ranks on this cluster tell the library, as on a real job: each rank's host
+// (its node) and machine with its CPUs (the bootstrap table), and the settings that shape
+// its hierarchy. The communicator turns these into its tuner's view (hierarchy_of and
+// tuner_view, src/core/comm_create.cpp); strata-sim does the same (Cluster::hierarchy).
+struct LibraryInputs {
+  std::vector<std::string> hosts;  // per rank
+  std::vector<RankCpus> cpus;      // per rank: its machine and the CPUs it may use
+  std::string hierarchy;           // STRATA_HIERARCHY
+  std::string link_model;          // STRATA_LINK_MODEL
 };
 
 struct Cluster {
@@ -61,20 +76,29 @@ struct Cluster {
   std::string link_model;
   int link_model_line = 0;
   int ranks_line = 0;  // the `ranks` line, 0 if none
+  // Where the calls' buffers live (`memory host|device`): the tuner models device buffers
+  // inside a node by the device link (STRATA_LINK_MODEL's "device") and device passes.
+  MemoryKind memory = MemoryKind::host;
 
   int nranks() const;
   // Group of `rank` at level i: ranks of one group are consecutive.
   int group_of(int rank, size_t level) const { return rank / ranks_per_group(level); }
   int ranks_per_group(size_t level) const;
+  // The smallest shift of every rank that maps the fabric onto itself: the ranks of a group
+  // of the level below the outermost (the outermost level's groups are all alike), or 1.
+  int rotation_period() const { return levels.size() > 1 ? ranks_per_group(levels.size() - 2) : 1; }
   // The smallest level whose group holds both ranks.
   size_t common_level(int a, int b) const;
   // Bytes per second one group of level i-1 can send up into level i (i >= 1): its links,
   // or what its sub-groups bring in / oversubscription.
   double uplink_Bps(size_t level) const;
-  // The hierarchy the library's algorithms and tuner see (see hierarchy_all and
-  // link_model). With `link_model cluster`, each level's model is that of a message inside
-  // one of its groups: latency; bandwidth per rank at level 0, per node above (what a
-  // node's ranks share).
+  // What the library is told here (see hierarchy_all and link_model). With `link_model
+  // cluster`, STRATA_LINK_MODEL gives each level the figures of a message inside one of
+  // its groups: latency; bandwidth per rank at level 0 (and for device buffers), per node
+  // above (what a node's ranks share); "top" the outermost level's.
+  LibraryInputs library_inputs() const;
+  // The hierarchy the library's algorithms and tuner see: library_inputs() turned into a
+  // hierarchy as a communicator's creation does.
   Hierarchy hierarchy() const;
   std::string describe() const;
 };

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "options.hpp"
 #include "results.hpp"
 #include "simulate.hpp"
@@ -128,9 +130,13 @@ void print_links(const SideRun& run, uint64_t size) {
 }
 
 void print_cost(const SideRun& run, int nranks) {
-  std::printf("# cost of the largest row: %d ranks, %zu plan steps, %s compact, largest plan %s; plans built in %.2f s, "
+  std::string held;
+  if (run.held_ranks < nranks)
+    held = " (" + std::to_string(run.held_ranks) + " ranks held, each standing for " + std::to_string(nranks / run.held_ranks) +
+           " by rotation symmetry)";
+  std::printf("# cost of the largest row: %d ranks%s, %zu plan steps, %s compact, largest plan %s; plans built in %.2f s, "
               "replayed in %.2f s (%zu messages, %zu rate recomputations); peak RSS %ld MB\n",
-              nranks, run.steps, mb(static_cast<double>(run.compact_bytes)).c_str(),
+              nranks, held.c_str(), run.steps, mb(static_cast<double>(run.compact_bytes)).c_str(),
               mb(static_cast<double>(run.largest_plan_bytes)).c_str(), run.build_s, run.replay_s, run.replay.messages,
               run.replay.reallocations, peak_rss_mb());
 }
@@ -164,35 +170,84 @@ std::vector<Row> rows(const perf::Options& o, Collective coll, DataType type, Re
   return out;
 }
 
+// One algorithm of a --compare row: its simulation, or why the simulator refused it.
+struct CompareRun {
+  Algo algo;
+  std::optional<SideRun> run;
+  std::string refused;
+};
+
 int compare(const Model& m, const perf::Options& o, Collective coll, const ReplayOptions& ro) {
   const int n = m.cluster.nranks();
+  nlohmann::ordered_json json_rows = nlohmann::ordered_json::array();
   for (DataType type : o.types)
     for (ReduceOp op : perf::has_op(coll) ? o.ops : std::vector<ReduceOp>{ReduceOp::sum})
       for (const Row& row : rows(o, coll, type, op, o.root < 0 ? 0 : o.root, n)) {
-        const std::vector<Algo> algos = applicable(m, row.call);
-        const Algo tuned = choose(m.cluster, m.hierarchy, row.call, std::nullopt).algo;
-        std::vector<SideRun> runs;
-        for (Algo a : algos) runs.push_back(simulate(m, row.call, a, ro, false));
-        size_t best = 0, mine = 0;
-        for (size_t i = 0; i < runs.size(); ++i) {
-          if (runs[i].replay.time_s < runs[best].replay.time_s) best = i;
-          if (algos[i] == tuned) mine = i;
+        const PlanChoice tuned = choose(m.cluster, m.hierarchy, row.call, std::nullopt);
+        std::vector<CompareRun> runs;
+        for (Algo a : applicable(m, row.call)) {
+          runs.push_back({a, std::nullopt, ""});
+          try {
+            runs.back().run = simulate(m, row.call, a, ro, false);
+          } catch (const PlanTooLarge& e) {
+            runs.back().refused = e.what();
+          }
         }
-        std::printf("# %s %s %s, %llu B: time (us), busbw (GB/s); * the tuner's choice, + the fastest\n", name(coll),
-                    name(type), perf::has_op(coll) ? name(op) : "", static_cast<unsigned long long>(row.bytes));
+        std::optional<size_t> best, mine;
         for (size_t i = 0; i < runs.size(); ++i) {
-          const perf::SideResult s = side(coll, row.bytes, n, runs[i]);
-          std::printf("  %-20s %12s %8s %c%c  predicted by the tuner %10.1f us%s\n", name(algos[i]),
-                      perf::format_number(s.time_us, 12).c_str(), perf::format_number(s.busbw, 8).c_str(),
-                      i == mine ? '*' : ' ', i == best ? '+' : ' ', runs[i].choice.predicted_s * 1e6,
-                      runs[i].algo != name(algos[i]) ? ("  (runs as " + runs[i].algo + ")").c_str() : "");
+          if (runs[i].algo == tuned.algo) mine = i;
+          if (runs[i].run && (!best || runs[i].run->replay.time_s < runs[*best].run->replay.time_s)) best = i;
         }
-        const double ratio = runs[mine].replay.time_s / runs[best].replay.time_s;
-        if (best != mine && ratio > 1.05)
-          std::printf("# the tuner picks %s; %s is %.2fx faster here\n", name(algos[mine]), name(algos[best]), ratio);
+        std::printf("# %s %s %s, %llu B: time (us), busbw (GB/s); * the tuner's choice, + the fastest simulated\n",
+                    name(coll), name(type), perf::has_op(coll) ? name(op) : "", static_cast<unsigned long long>(row.bytes));
+        for (size_t i = 0; i < runs.size(); ++i) {
+          const CompareRun& c = runs[i];
+          const char marks[] = {i == mine ? '*' : ' ', i == best ? '+' : ' ', 0};
+          if (!c.run) {
+            std::printf("  %-20s %12s %8s %s  refused: %s\n", name(c.algo), "-", "-", marks, c.refused.c_str());
+            continue;
+          }
+          const perf::SideResult s = side(coll, row.bytes, n, *c.run);
+          std::printf("  %-20s %12s %8s %s  predicted by the tuner %10.1f us%s\n", name(c.algo),
+                      perf::format_number(s.time_us, 12).c_str(), perf::format_number(s.busbw, 8).c_str(), marks,
+                      c.run->choice.predicted_s * 1e6,
+                      c.run->algo != name(c.algo) ? ("  (runs as " + c.run->algo + ")").c_str() : "");
+        }
+        nlohmann::ordered_json jrow{{"collective", name(coll)}, {"type", name(type)}, {"size", row.bytes},
+                                    {"count", row.call.count}, {"tuner", name(tuned.algo)},
+                                    {"tuner_predicted_us", tuned.predicted_s * 1e6}, {"algorithms", {}}};
+        for (const CompareRun& c : runs) {
+          nlohmann::ordered_json j{{"algorithm", name(c.algo)}};
+          if (c.run) {
+            j["time_us"] = c.run->replay.time_s * 1e6;
+            j["predicted_us"] = c.run->choice.predicted_s * 1e6;
+            j["runs_as"] = c.run->algo;
+          } else {
+            j["refused"] = c.refused;
+          }
+          jrow["algorithms"].push_back(j);
+        }
+        json_rows.push_back(jrow);
+        if (!mine || !best) {
+          std::printf("# the tuner picks %s; %s\n", name(tuned.algo),
+                      best ? "the simulator refused it here" : "the simulator refused every algorithm here");
+          continue;
+        }
+        const double ratio = runs[*mine].run ? runs[*mine].run->replay.time_s / runs[*best].run->replay.time_s : 0;
+        if (!runs[*mine].run)
+          std::printf("# the tuner picks %s, which the simulator refused; %s is the fastest simulated\n", name(tuned.algo),
+                      name(runs[*best].algo));
+        else if (best != mine && ratio > 1.05)
+          std::printf("# the tuner picks %s; %s is %.2fx faster here\n", name(tuned.algo), name(runs[*best].algo), ratio);
         else
-          std::printf("# the tuner's choice %s is%s the fastest here\n", name(algos[mine]), best == mine ? "" : " within 5% of");
+          std::printf("# the tuner's choice %s is%s the fastest here\n", name(tuned.algo), best == mine ? "" : " within 5% of");
       }
+  if (!o.json_path.empty()) {
+    std::ofstream json(o.json_path);
+    json << nlohmann::ordered_json{{"tool", kTool}, {"cluster", m.cluster.name}, {"ranks", n}, {"rows", json_rows}}.dump(1)
+         << "\n";
+    if (!json) throw UsageError("cannot write '" + o.json_path + "'");
+  }
   return 0;
 }
 

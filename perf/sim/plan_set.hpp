@@ -8,10 +8,11 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "algorithms/algorithms.hpp"
+#include "algorithms/choice.hpp"
 #include "cluster.hpp"
 #include "strata/types.hpp"
 
@@ -26,23 +27,30 @@ struct SimCall {
   bool in_place = false;
 };
 
-// What the library would pass its plan builders on rank `rank` (chunk: STRATA_CHUNK_BYTES'
-// default; forward: two ranks over a link that forwards, an op without finalize). With
+// The call as the library's plan choice is given it on rank `rank` (forward: two ranks over
+// a link that forwards, an op without finalize; the cluster's memory kind). With
 // `members`, for a communicator of those ranks of the cluster (h: theirs), `rank` its
 // index there.
 CollArgs coll_args(const Cluster& c, const Hierarchy& h, const SimCall& call, int rank,
                    const std::vector<int>* members = nullptr);
 
-// The algorithm the library runs: `forced` where it implements the collective (else an
-// error), otherwise the tuner's choice, with the tuner's chain chunk.
-struct PlanChoice {
-  Algo algo = Algo::ring;
-  bool forced = false;
-  double predicted_s = 0;  // the tuner's model
-  size_t chunk_count = 1;
-};
+// The library's own choice (algorithms/choice.hpp) for this call, with STRATA_CHUNK_BYTES
+// unset and `forced` as STRATA_ALGO would force it (an error where it does not implement
+// the collective). The choice's args are rank 0's: set args.rank for another rank.
 PlanChoice choose(const Cluster& c, const Hierarchy& h, const SimCall& call, std::optional<Algo> forced,
                   const std::vector<int>* members = nullptr);
+
+// A plan set the simulator will not build: more than its budget of memory, or of
+// transfers in flight at once (a plan quadratic by nature: direct at 16,384 ranks).
+class PlanTooLarge : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What a plan set may take: its compact form, and the transfers of one round over all the
+// ranks it holds (the flows the network model may have to share out at once).
+inline constexpr double kMaxPlanBytes = 1.0 * (1u << 30);
+inline constexpr double kMaxRoundTransfers = 4e6;
 
 struct PlanSet {
   enum Kind : uint8_t { send, recv, forward };  // forward: the send half of recv_reduce_send
@@ -55,8 +63,11 @@ struct PlanSet {
     uint64_t first;  // first transfer
     double local_s;  // the round's copy, reduce and finalize steps, before its transfers
   };
+  // A direction between two ranks. Folded (period < the cluster's ranks), `from` is a
+  // representative in [0, period) and `to_real` the real receiver as seen from it; `to` is
+  // the representative that plays that receiver (to_real modulo the period).
   struct Dir {
-    int from, to;
+    int from, to, to_real;
     int32_t reverse;  // the direction to -> from, or -1
   };
   std::vector<Xfer> xfers;
@@ -65,7 +76,11 @@ struct PlanSet {
   std::vector<Dir> dirs;
   PlanChoice choice;
   std::string algo;  // the plan's own name (hierarchical falls back to ring where it does not apply)
-  size_t steps = 0;  // plan steps over all ranks
+  // Rotation symmetry: only ranks [0, period) are held, each standing for every rank
+  // r + k * period (whose plan is r's moved on: algorithms' rotation_period, checked here on
+  // the next period's ranks and the last's). The cluster's rank count: no folding.
+  int period = 0;
+  size_t steps = 0;  // plan steps over all ranks (folded: the held ranks' times the fold)
   size_t largest_plan_bytes = 0;  // the biggest Plan held while building
 
   int nranks() const { return static_cast<int>(rank_first.size()) - 1; }
@@ -73,8 +88,12 @@ struct PlanSet {
   size_t memory_bytes() const;
 };
 
+// The plans of `choice` for every rank, folded by rotation symmetry where the algorithm
+// claims it and the cluster allows it (Cluster::rotation_period), else every rank's.
+// PlanTooLarge beyond the budget, before the plans are built (estimated from rank 0's).
 PlanSet build_plan_set(const Cluster& c, const Hierarchy& h, const SimCall& call, const PlanChoice& choice);
-// The same from any plans: `plan_of(r)` is rank r's (tests give hand-made ones).
-PlanSet compact_plans(const Cluster& c, const SimCall& call, const std::function<Plan(int)>& plan_of);
+// The same from any plans: `plan_of(r)` is rank r's (tests give hand-made ones); `period`:
+// hold ranks [0, period) only, rank r + k * period's plan being r's moved on (0: all).
+PlanSet compact_plans(const Cluster& c, const SimCall& call, const std::function<Plan(int)>& plan_of, int period = 0);
 
 }  // namespace strata::sim

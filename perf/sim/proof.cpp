@@ -511,8 +511,8 @@ ProofResult prove(const Cluster& c, const Hierarchy& h, const SimCall& call, con
   const int n = c.nranks();
   Compiler comp(call, n);
   for (int r = 0; r < n && comp.c.failure.empty(); ++r) {
-    CollArgs a = coll_args(c, h, call, r);
-    a.chunk_count = choice.chunk_count;
+    CollArgs a = choice.args;
+    a.rank = r;
     comp.add(r, build_plan(choice.algo, a));
   }
   return finish(call, comp, seed);

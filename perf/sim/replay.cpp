@@ -64,7 +64,9 @@ class Replay {
     int pending = 0;
     double start = 0, end = 0;
   };
-  enum EventKind : uint8_t { kPost, kArrive };
+  // kPost: a rank's local work is done, its transfers go; kArrive: a message's last byte
+  // arrives; kRelease: a rank is done posting its round's sends.
+  enum EventKind : uint8_t { kPost, kArrive, kRelease };
   struct Event {
     double time;
     uint32_t id;
@@ -132,6 +134,10 @@ bool Replay::post(int r, double now) {
   const uint64_t end = plans_.rounds[k.round + 1].first;
   k.pending = 1;  // held until every transfer is posted: one may complete at once
   uint32_t last_recv = 0;
+  // The rank posts the round's sends one after another, each taking its overhead: the round
+  // lasts at least that long. (Their flows start together, so that a round of thousands of
+  // equal flows stays one change of the network's rates.)
+  double posting = 0;
   for (uint64_t i = round.first; i < end; ++i) {
     const PlanSet::Xfer& x = plans_.xfers[i];
     Dir& d = dirs_[x.dir];
@@ -150,15 +156,20 @@ bool Replay::post(int r, double now) {
       // only once sent (its data does not exist before); a send completes once no more
       // than the direction's buffer of it is left to send.
       const bool fwd = x.kind == PlanSet::forward;
+      const PlanSet::Dir& pd = plans_.dirs[x.dir];
+      posting += fabric_.overhead(pd.from, pd.to_real);
       d.queue.push({x.bytes, fwd ? static_cast<int32_t>(last_recv) : -1, fwd ? dirs_[last_recv].recvs_posted - 1 : 0});
       d.posted += x.bytes;
-      const PlanSet::Dir& pd = plans_.dirs[x.dir];
-      const uint64_t held = fwd ? 0 : static_cast<uint64_t>(fabric_.buffer(pd.from, pd.to));
+      const uint64_t held = fwd ? 0 : static_cast<uint64_t>(fabric_.buffer(pd.from, pd.to_real));
       const uint64_t done_at = d.posted > held ? d.posted - held : 0;
       if (done_at <= d.sent) --k.pending;
       else d.completes.push(done_at);
     }
     try_start(x.dir, now);
+  }
+  if (posting > 0) {  // the hold lasts until the last send is posted
+    events_.push({now + posting, static_cast<uint32_t>(r), kRelease});
+    return false;
   }
   return --k.pending == 0;  // the hold
 }
@@ -194,7 +205,7 @@ void Replay::try_start(uint32_t di, double now) {
   d.busy = true;
   const PlanSet::Dir& pd = plans_.dirs[di];
   uint32_t path[FlowNetwork::kMaxPath];
-  const int n = fabric_.route(pd.from, pd.to, path);
+  const int n = fabric_.route(pd.from, pd.to_real, path);
   net_.add(path, n, static_cast<double>(d.segment), now, di);
 }
 
@@ -210,7 +221,7 @@ void Replay::transmitted(uint32_t di, double now) {
   }
   if (d.head_left == 0) {
     d.flying.push(d.head);
-    const double latency = fabric_.latency(pd.from, pd.to);
+    const double latency = fabric_.latency(pd.from, pd.to_real);
     if (latency > 0) events_.push({now + latency, di, kArrive});
     else arrive(di, now);
   }
@@ -240,7 +251,7 @@ void Replay::match(uint32_t di, uint64_t sent, uint64_t received) {
   if (sent == received) return;
   const PlanSet::Dir& pd = plans_.dirs[di];
   throw PlanError("rank " + std::to_string(pd.from) + " sends " + std::to_string(sent) + " bytes to rank " +
-                  std::to_string(pd.to) + ", which receives " + std::to_string(received) + " bytes in that place");
+                  std::to_string(pd.to_real) + ", which receives " + std::to_string(received) + " bytes in that place");
 }
 
 void Replay::stuck() const {
@@ -254,7 +265,7 @@ void Replay::stuck() const {
       const Dir& d = dirs_[x.dir];
       if (x.kind == PlanSet::recv && !d.waiting.empty()) why += "; a receive from rank " + std::to_string(pd.from) + " never came";
       if (x.kind != PlanSet::recv && (!d.queue.empty() || !d.arrived.empty()))
-        why += "; rank " + std::to_string(pd.to) + " never received its send";
+        why += "; rank " + std::to_string(pd.to_real) + " never received its send";
     }
     throw PlanError("the plans deadlock: rank " + std::to_string(r) + " waits in round " +
                     std::to_string(k.round - plans_.rank_first[r]) + " of " + std::to_string(plans_.rounds_of(r)) +
@@ -295,6 +306,8 @@ ReplayResult Replay::run() {
       events_.pop();
       if (e.kind == kArrive) {
         arrive(e.id, e.time);
+      } else if (e.kind == kRelease) {
+        complete(static_cast<int>(e.id), e.time);
       } else if (post(static_cast<int>(e.id), e.time)) {
         ready_.push_back({static_cast<int>(e.id), e.time});
       }
@@ -304,7 +317,7 @@ ReplayResult Replay::run() {
   if (finished_ < n) stuck();
   for (uint32_t i = 0; i < dirs_.size(); ++i)
     if (!dirs_[i].queue.empty() || !dirs_[i].arrived.empty())
-      throw PlanError("rank " + std::to_string(plans_.dirs[i].from) + " sends rank " + std::to_string(plans_.dirs[i].to) +
+      throw PlanError("rank " + std::to_string(plans_.dirs[i].from) + " sends rank " + std::to_string(plans_.dirs[i].to_real) +
                       " more messages than it receives");
 
   ReplayResult res;
@@ -313,7 +326,8 @@ ReplayResult Replay::run() {
     res.time_s += t / n;
     res.slowest_s = std::max(res.slowest_s, t);
   }
-  res.messages = messages_;
+  // Folded, every held rank and link stands for fold() of them.
+  res.messages = messages_ * static_cast<size_t>(fabric_.fold());
   res.reallocations = net_.reallocations();
   const Cluster& c = fabric_.cluster();
   const double calls = opt_.warmup + opt_.iters;
@@ -322,9 +336,9 @@ ReplayResult Replay::run() {
   const auto& use = net_.use();
   for (size_t i = 0; i < spec.size(); ++i) {
     LevelUse& u = res.levels[static_cast<size_t>(spec[i].level)];
-    ++u.links;
+    u.links += static_cast<size_t>(fabric_.fold());
     const double bytes = use[i].bytes / calls;
-    if (bytes > 0) ++u.links_used, u.bytes_mean += bytes;
+    if (bytes > 0) u.links_used += static_cast<size_t>(fabric_.fold()), u.bytes_mean += bytes * fabric_.fold();
     u.bytes_max = std::max(u.bytes_max, bytes);
     if (use[i].peak_used_Bps > u.peak_Bps) {
       u.peak_Bps = use[i].peak_used_Bps;
@@ -342,6 +356,9 @@ ReplayResult Replay::run() {
 
 ReplayResult replay(const Fabric& fabric, const PlanSet& plans, const ReplayOptions& o) {
   if (o.iters < 1 || o.warmup < 0) throw std::invalid_argument("replay: iters >= 1 and warmup >= 0");
+  if (fabric.period() != plans.nranks())
+    throw std::logic_error("replay: plans of " + std::to_string(plans.nranks()) + " ranks over a fabric folded by " +
+                           std::to_string(fabric.period()));
   return Replay(fabric, plans, o).run();
 }
 

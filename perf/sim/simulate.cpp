@@ -26,14 +26,22 @@ SideRun simulate(const Model& m, const SimCall& call, std::optional<Algo> forced
     const PlanSet plans = build_plan_set(m.cluster, m.hierarchy, call, run.choice);
     run.algo = plans.algo;
     run.steps = plans.steps;
+    run.held_ranks = plans.nranks();
     run.compact_bytes = plans.memory_bytes();
     run.largest_plan_bytes = plans.largest_plan_bytes;
     run.build_s = since(t0);
     t0 = std::chrono::steady_clock::now();
-    run.replay = replay(m.fabric, plans, o);
+    const bool folded = plans.period < m.cluster.nranks();
+    run.replay = replay(folded ? Fabric(m.cluster, plans.period) : m.fabric, plans, o);
     run.replay_s = since(t0);
   }
-  if (prove) run.proof = strata::sim::prove(m.cluster, m.hierarchy, call, run.choice);
+  if (prove) {
+    // The proof holds every rank's plan: a rotation does not prove the ranks it stands for.
+    if (static_cast<double>(run.steps) * sizeof(Step) > kMaxPlanBytes)
+      throw PlanTooLarge(std::string("-c 1 proves every rank's plan, ") + std::to_string(run.steps) +
+                         " steps here: beyond strata-sim's budget; simulate fewer ranks (--ranks) to prove");
+    run.proof = strata::sim::prove(m.cluster, m.hierarchy, call, run.choice);
+  }
   return run;
 }
 

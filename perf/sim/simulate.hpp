@@ -28,6 +28,7 @@ struct SideRun {
   std::string algo;  // the plan's own name
   ReplayResult replay;
   size_t steps = 0;             // plan steps over all ranks
+  int held_ranks = 0;           // ranks whose plans were held (fewer: folded by rotation symmetry)
   size_t compact_bytes = 0;     // the plans as the replay holds them
   size_t largest_plan_bytes = 0;
   double build_s = 0, replay_s = 0;  // wall time spent

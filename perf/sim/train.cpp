@@ -36,8 +36,8 @@ double on_groups(const Model& m, const std::vector<std::vector<int>>& groups, Si
   const PlanSet plans = compact_plans(m.cluster, call, [&](int r) {
     const int g = group_of[static_cast<size_t>(r)];
     if (g < 0 || groups[static_cast<size_t>(g)].size() < 2) return Plan{};
-    CollArgs a = coll_args(m.cluster, hier[static_cast<size_t>(g)], call, index[static_cast<size_t>(r)], &groups[static_cast<size_t>(g)]);
-    a.chunk_count = choice[static_cast<size_t>(g)].chunk_count;
+    CollArgs a = choice[static_cast<size_t>(g)].args;
+    a.rank = index[static_cast<size_t>(r)];
     Plan p = build_plan(choice[static_cast<size_t>(g)].algo, a);
     for (Step& s : p.steps)
       if (s.peer >= 0) s.peer = groups[static_cast<size_t>(g)][static_cast<size_t>(s.peer)];

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <utility>
 
-#include "algorithms/tuner.hpp"
+#include "algorithms/choice.hpp"
 #include "core/comm_info.hpp"
 #include "core/comm_state.hpp"
 #include "ground/log.hpp"
@@ -109,23 +109,19 @@ void CommState::execute(const Call& call) {
   engine->execute(cached.plan, call, scratch.get(call.memory, need), cached.slot);
 }
 
-// The tuner's (or STRATA_ALGO's) plan for this call.
+// The plan algorithms/choice.cpp chooses for this call (strata-sim makes the same choice).
+PlanChoice plan_choice(const Hierarchy& hier, const Config& cfg, int rank, int nranks, const Call& call, bool forward) {
+  const CollArgs a{call.coll, call.count, size_of(call.type), call.root, rank, nranks, call.in_place, 1, &hier,
+                   forward, call.memory};
+  return choose_plan(a, {cfg.algo, cfg.chunk_bytes, cfg.chunk_bytes_set});
+}
+
 Plan CommState::build_plan_for(const Call& call, bool forward) const {
-  const size_t esz = size_of(call.type);
-  CollArgs a{call.coll, call.count, esz, call.root, rank, nranks, call.in_place,
-             std::max<size_t>(1, cfg.chunk_bytes / esz), &hier, forward, call.memory};
-  Choice choice = tune(a);
-  const char* why = "tuner";
-  if (!cfg.algo.empty()) {
-    why = "STRATA_ALGO does not apply; tuner";
-    for (Algo forced : kAllAlgos)
-      if (cfg.algo == name(forced) && supports(forced, call.coll)) choice.algo = forced, why = "STRATA_ALGO";
-  }
-  if (choice.chunk_bytes && !cfg.chunk_bytes_set) a.chunk_count = std::max<size_t>(1, choice.chunk_bytes / esz);
-  Plan plan = build_plan(choice.algo, a);
+  const PlanChoice choice = plan_choice(hier, cfg, rank, nranks, call, forward);
+  Plan plan = build_plan(choice.algo, choice.args);
   STRATA_INFO("%s: %zu x %s %s root %d on %s memory: %s (%s), predicted %.1f us, %zu rounds", name(call.coll),
-              call.count, name(call.type), name(call.op), call.root, name(call.memory), plan.algo, why,
-              predict(choice.algo, a) * 1e6, plan.rounds());
+              call.count, name(call.type), name(call.op), call.root, name(call.memory), plan.algo, choice.why,
+              choice.predicted_s * 1e6, plan.rounds());
   return plan;
 }
 

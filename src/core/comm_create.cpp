@@ -121,6 +121,11 @@ Config creation_config() {
 
 }  // namespace
 
+Hierarchy tuner_view(const std::vector<bootstrap::RankInfo>& table, Hierarchy h) {
+  h.oversubscribed = oversubscribed(rank_cpus(table));
+  return h;
+}
+
 // An emulated node's ranks get a host identity of their own, so they talk over tcp as
 // separate hosts would.
 bootstrap::RankInfo my_info(const Config& cfg, const net::Fd& listener, int emulated_node) {
@@ -152,8 +157,7 @@ std::shared_ptr<CommState> CommState::make(int rank, int nranks, const std::vect
                                            uint64_t tag, const Config& cfg, Hierarchy hier) {
   check_settings_agree(table);
   auto s = std::make_shared<CommState>();
-  s->hier = std::move(hier);
-  s->hier.oversubscribed = oversubscribed(rank_cpus(table));
+  s->hier = tuner_view(table, std::move(hier));
   if (rank == 0) STRATA_INFO("hierarchy: %s%s", s->hier.describe().c_str(),
                              s->hier.oversubscribed ? "; more ranks than CPUs on a machine (the tuner avoids pipelined chains; idle ranks yield at once)" : "");
   s->rank = rank;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "algorithms/algorithms.hpp"
+#include "algorithms/choice.hpp"
 #include "core/bootstrap/bootstrap.hpp"
 #include "core/bootstrap/launch_env.hpp"
 #include "core/engine.hpp"
@@ -36,6 +37,12 @@ std::vector<std::string> hosts_of(const std::vector<bootstrap::RankInfo>& table)
 // The tuner's view of the ranks of `table` (creation, split, grow): their hosts, the
 // emulated levels of `spec`, and the link models (tcp inside a node when a rank forces it).
 Hierarchy hierarchy_of(const std::vector<bootstrap::RankInfo>& table, const std::vector<LevelSpec>& spec);
+// The hierarchy a communicator over `table` gives its tuner: `h` (hierarchy_of, or a
+// parent's restricted) and whether a machine runs more of its ranks than it has CPUs.
+Hierarchy tuner_view(const std::vector<bootstrap::RankInfo>& table, Hierarchy h);
+// The plan a communicator chooses for `call` (algorithms/choice.hpp, with its settings);
+// `forward`: its links forward reductions for the call's memory (Engine::links_forward).
+PlanChoice plan_choice(const Hierarchy& hier, const Config& cfg, int rank, int nranks, const Call& call, bool forward);
 // Shared by creation and grow (core/grow.cpp): what this rank tells the others about itself
 // (`emulated_node` >= 0: STRATA_HIERARCHY's node, which makes a host of its own); the root
 // address and secret of a job whose rendezvous is an address, and that as an id.

@@ -112,7 +112,7 @@ TEST(Cluster, ErrorsNameTheLine) {
             "c.cluster:3: size '0' is not a whole number in [1, 16777216]");
   EXPECT_EQ(error_of("level node size 2 bandwith 1GB/s latency 1us\n"),
             "c.cluster:1: 'bandwith' is not a level setting (size, bandwidth, latency, links, oversubscription, "
-            "efficiency, burst, peak, buffer, forwards; hwloc on the innermost level)");
+            "efficiency, burst, peak, buffer, overhead, forwards; hwloc on the innermost level)");
   EXPECT_EQ(error_of("level node size 2 bandwidth fast latency 1us\n"),
             "c.cluster:1: bandwidth 'fast' is not a rate like 50GB/s, 400Gbit/s or 1gbit");
   EXPECT_EQ(error_of("level node size 2 bandwidth 1GB/s\n"), "c.cluster:1: level 'node' needs a latency");
@@ -126,10 +126,11 @@ TEST(Cluster, ErrorsNameTheLine) {
             "c.cluster:3: ranks 6 but the levels make 4");
   EXPECT_EQ(error_of(node + node), "c.cluster:2: level 'node' is declared twice");
   EXPECT_EQ(error_of("link_model node:fast\n" + node),
-            "c.cluster:1: STRATA_LINK_MODEL: 'node:fast' is not level:latency:bandwidth (e.g. node:1us:6GB)");
+            "c.cluster:1: STRATA_LINK_MODEL: 'node:fast' is not level:latency:bandwidth or "
+            "level:latency:bandwidth:overhead (e.g. node:1us:6GB)");
   EXPECT_EQ(error_of(node + "speed 3\n"),
             "c.cluster:2: 'speed' is not a cluster setting (name, ranks, level, copy, reduce, eager, oversubscribed, "
-            "hierarchy, link_model)");
+            "hierarchy, link_model, memory)");
   EXPECT_EQ(error_of(node + "level net size 2 bandwidth 1GB/s latency 1us burst 1MB\n"),
             "c.cluster:2: a token bucket needs both burst and peak");
 }

@@ -164,6 +164,26 @@ TEST(Engine, ASendCompletesWhenTheRestFitsTheBuffer) {
   EXPECT_EQ(r.messages, 1u);
 }
 
+// A rank spends its level's overhead on each send of a round, one after another: the round
+// lasts at least that long; the flows leave at once.
+TEST(Engine, ARoundLastsItsSendsOverheads) {
+  const char* c = "level host size 1 bandwidth 1TB/s latency 1us\n"
+                  "level net size 4 bandwidth 1GB/s latency 10us overhead 20us\n";
+  Plan p[4];
+  for (int r = 0; r < 4; ++r) {
+    p[r].new_round();
+    for (int k = 1; k < 4; ++k) {
+      p[r].send((r + k) % 4, {Buf::input, 0}, 250);  // 1 KB: 1 us on the wire
+      p[r].recv((r + 4 - k) % 4, {Buf::output, static_cast<size_t>(k) * 250}, 250);
+    }
+  }
+  const ReplayResult posted = run_plans(c, {p[0], p[1], p[2], p[3]});
+  EXPECT_NEAR(posted.slowest_s, 3 * 20e-6, 1e-12) << "three sends posted, 20 us each";
+  const std::string cheap = std::string(c).replace(std::string(c).find("20us"), 4, "1us");
+  const ReplayResult flying = run_plans(cheap.c_str(), {p[0], p[1], p[2], p[3]});
+  EXPECT_NEAR(flying.slowest_s, 3e-6 + 10e-6, 1e-12) << "the wire and the latency, longer than 3 us of posting";
+}
+
 // recv_reduce_send: the forward leaves once its receive is done, after the sends before it.
 TEST(Engine, AForwardWaitsForItsReceive) {
   const char* one_node = "eager 1KB\nlevel node size 2 bandwidth 1GB/s latency 1us forwards\n";

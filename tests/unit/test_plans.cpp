@@ -14,6 +14,7 @@
 
 #include "algorithms/algorithms.hpp"
 #include "algorithms/tuner.hpp"
+#include "strata/error.hpp"
 
 namespace strata {
 namespace {
@@ -425,6 +426,88 @@ TEST(Tuner, DeviceAllReduceInANodeIsOneShotWhenSmallAndRingWhenLarge) {
     }
   }
   EXPECT_EQ(build_hierarchy({"a", "a"}, {}, "device:20us:50GB").device.bandwidth_Bps, 50e9);
+}
+
+// STRATA_LINK_MODEL's fourth field: the overhead per message. Told, a direct exchange costs
+// its sends' overheads (or a latency, if longer); untold, a latency per peer.
+TEST(Tuner, DirectChargesEachMessageItsOverheadWhenTold) {
+  EXPECT_EQ(build_hierarchy({"a", "b"}, {}, "top:8us:50GB:1us").top.overhead_s, 1e-6);
+  EXPECT_EQ(build_hierarchy({"a", "b"}, {}, "top:8us:50GB:0").top.overhead_s, 0);
+  EXPECT_LT(build_hierarchy({"a", "b"}, {}, "top:8us:50GB").top.overhead_s, 0) << "not told";
+  EXPECT_THROW(build_hierarchy({"a", "b"}, {}, "top:8us:50GB:1us:2us"), InvalidArgument);
+  EXPECT_THROW(build_hierarchy({"a", "b"}, {}, "top:8us:50GB:fast"), InvalidArgument);
+  std::vector<std::string> hosts;
+  for (int r = 0; r < 64; ++r) hosts.push_back("h" + std::to_string(r));
+  for (const char* model : {"top:8us:50GB", "top:8us:50GB:1us"}) {
+    const Hierarchy h = build_hierarchy(hosts, {}, model);
+    const CollArgs a{Collective::all_gather, 1, 4, 0, 0, 64, false, 1, &h};  // 4 B to each of 63 peers
+    const double wire = 63 * 4 / kShmLink.bandwidth_Bps;  // a rank's port, slower here than its node's uplink
+    const double want = h.top.overhead_s < 0 ? 63 * 8e-6 : 63 * 1e-6;  // 63 latencies, or 63 overheads (> 8 us)
+    EXPECT_NEAR(predict(Algo::direct, a), want + wire, 1e-9) << model;
+  }
+}
+
+// Rank r's plan as strata-sim's rotation symmetry sees it: per round, the transfers in
+// order (kind, peer relative to r, elements) and the elements of each kind of local step.
+using Shape = std::vector<std::pair<std::vector<std::tuple<StepKind, int, size_t>>, std::map<StepKind, size_t>>>;
+Shape shape_of(const Plan& p, int r, int n) {
+  Shape s(p.rounds());
+  for (size_t round = 0; round < p.rounds(); ++round)
+    for (size_t i = p.round_begin[round]; i < p.round_end(round); ++i) {
+      const Step& st = p.steps[i];
+      if (st.peer >= 0) s[round].first.emplace_back(st.kind, mod(st.peer - r, n), st.count);
+      else s[round].second[st.kind] += st.count;
+    }
+  return s;
+}
+
+// Every rotation_period claim, checked plan by plan: rank r + s's plan is rank r's moved on by s.
+TEST(Plans, RotationSymmetryClaimsHold) {
+  std::map<Algo, int> claims;
+  int two_level = 0;
+  const Collective colls[] = {Collective::all_reduce, Collective::reduce_scatter, Collective::all_gather,
+                              Collective::broadcast,  Collective::reduce,         Collective::all_to_all,
+                              Collective::barrier};
+  // No hierarchy, nodes of g consecutive ranks, and two levels (islands of nodes).
+  std::vector<std::pair<int, std::string>> cases;
+  for (int n : {3, 4, 5, 6, 8, 9, 12, 16})
+    for (int g : {1, 2, 3, 4})
+      if (n % g == 0 && (g == 1 || n / g >= 2)) cases.push_back({n, g > 1 ? "node:" + std::to_string(g) : ""});
+  for (auto [n, spec] : {std::pair<int, std::string>{8, "node:2,island:2"}, {12, "node:2,island:3"}, {16, "node:2,island:2"},
+                         {18, "node:3,island:2"}, {24, "node:2,island:3"}, {12, "node:2,island:2"}})
+    cases.push_back({n, spec});
+  for (const auto& [n, spec] : cases) {
+      const int g = spec.empty() ? 1 : std::stoi(spec.substr(5));
+      const Hierarchy h = build_hierarchy(std::vector<std::string>(static_cast<size_t>(n), "host"), parse_hierarchy_spec(spec), "");
+      for (Algo algo : kAllAlgos)
+        for (Collective coll : colls)
+          for (size_t esz : {size_t(4), size_t(1) << 20})  // 1 MiB elements: sizes the hierarchical plans pipeline
+            for (size_t count : {size_t(1), size_t(7), static_cast<size_t>(n) * 5, static_cast<size_t>(16 * n * 4),
+                                 static_cast<size_t>(n * n * 6)}) {
+              if (!supports(algo, coll)) continue;
+              CollArgs a{coll, count, esz, 0, 0, n, false, 3, g > 1 ? &h : nullptr};
+              const int s = rotation_period(algo, a);
+              if (s == 0) continue;
+              ++claims[algo];
+              two_level += algo == Algo::hierarchical && coll == Collective::all_reduce && h.levels.size() == 2;
+              const std::string what = std::string(name(algo)) + " " + name(coll) + " n=" + std::to_string(n) + " " +
+                                       spec + " count " + std::to_string(count) + " x " + std::to_string(esz) +
+                                       " B: period " + std::to_string(s);
+              ASSERT_EQ(n % s, 0) << what;
+              std::vector<Shape> shapes;
+              for (int r = 0; r < n; ++r) {
+                a.rank = r;
+                shapes.push_back(shape_of(build_plan(algo, a), r, n));
+              }
+              for (int r = 0; r < n; ++r) ASSERT_TRUE(shapes[static_cast<size_t>(r)] == shapes[static_cast<size_t>((r + s) % n)]) << what << ", rank " << r;
+            }
+    }
+  for (Algo a : {Algo::ring, Algo::direct, Algo::recursive_doubling, Algo::hierarchical})
+    EXPECT_GT(claims[a], 10) << name(a) << ": its claims should be checked here";
+  EXPECT_GT(two_level, 4) << "the hierarchical all_reduce over two levels should be among the claims";
+  // The pipelined hierarchical all_reduce is among them: nodes of 3, 4 of them, 16 pieces.
+  const Hierarchy h = build_hierarchy(std::vector<std::string>(12, "host"), parse_hierarchy_spec("node:3"), "");
+  EXPECT_EQ(rotation_period(Algo::hierarchical, {Collective::all_reduce, 16 * 12 * 4, size_t(1) << 20, 0, 0, 12, false, 3, &h}), 3);
 }
 
 TEST(Plans, DefaultChoiceIsAlwaysSupported) {
