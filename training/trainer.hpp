@@ -21,9 +21,11 @@
 #include "options.hpp"
 #include "parallel_groups.hpp"
 #include "pipeline.hpp"
+#include "sharded_params.hpp"
 #include "step_clock.hpp"
 #include "step_grads.hpp"
 #include "tensor_parallel.hpp"
+#include "weights.hpp"
 
 namespace strata::train {
 
@@ -34,19 +36,21 @@ struct StepResult {
   double time_s;       // the whole step on this rank
   double comm_wait_s;  // exposed communication (StepClock), and waiting for reductions
   double idle_s;       // waiting for a pipeline neighbour
+  double gather_s;     // waiting for ZeRO-3's parameter gathers (on the host; 0 on a device)
   std::array<uint64_t, ParallelGroups::kTrafficKinds> bytes;  // issued in this step, per group
 };
 
 class Trainer {
  public:
-  Trainer(const Options& o, ParallelGroups& groups, const TextData& data, const Kernels& k);
+  Trainer(const Options& o, ParallelGroups& groups, const TokenData& data, const Kernels& k);
   ~Trainer();
 
   int step() const { return step_; }  // optimizer steps completed
   StepResult train_step();
   double evaluate();  // collective: mean validation loss
-  // Collective: text from the model, on rank 0 ("" elsewhere). Under model parallelism
-  // the whole parameters are gathered to rank 0 first.
+  // Collective: text from the model, on rank 0 ("" elsewhere): bytes, or with another
+  // vocabulary than 256 the token ids. Under model parallelism or ZeRO-3 the whole
+  // parameters are gathered to rank 0 first.
   std::string sample(int len, uint64_t seed);
 
   // strata-train --on-failure shrink (training/trainer_shrink.cpp), after a rank of a pure
@@ -90,14 +94,26 @@ class Trainer {
 
   const ParamLayout& layout() const { return layout_; }
   const Kernels& kernels() const { return k_; }  // where the parameters are
-  float* params() { return params_.data(); }  // this rank's flat (padded) parameter buffer, in the kernels' memory
+  // This rank's parameters, in the kernels' memory: the flat (padded) buffer, or under
+  // ZeRO-3 its shard of it (layout().shard_size() floats).
+  float* params() { return params_.data(); }
+  size_t param_count() const { return params_.size(); }
+  bool sharded() const { return o_.zero == 3; }
+  // The flat buffer on the host (collective over the data-parallel group under ZeRO-3,
+  // which gathers it).
+  std::vector<float> flat_params();
+  // Buffers laid out as params() from the flat layout (ZeRO-3: this rank's slices).
+  void flat_to_params(const float* flat, float* out) const;
   CheckpointHeader checkpoint_header() const;  // this run's model, data position and step
-  uint64_t param_checksum() const;       // over this rank's parameters
-  uint64_t replicated_checksum() const;  // over its tensor-parallel replicated tensors
+  // Checksums of this rank's parameters (under ZeRO-3 collective: of the gathered ones).
+  uint64_t param_checksum();
+  uint64_t replicated_checksum();  // over its tensor-parallel replicated tensors
   // Over its piece of the tied embedding (the first stage's wte, the last stage's head).
-  uint64_t embedding_checksum() const;
+  uint64_t embedding_checksum();
   std::string memory_report() const;
   int staging_peak() const { return sync_.staging_peak(); }
+  uint64_t gathers() const { return sharded_ ? sharded_->gathers() : 0; }  // ZeRO-3's, so far
+  int gathered_buffers() const { return sharded_ ? sharded_->buffers() : 0; }
   size_t activation_bytes() const { return pipe_->peak_activation_bytes(); }
   int microbatches_in_flight() const { return pipe_->peak_in_flight(); }
 
@@ -107,16 +123,21 @@ class Trainer {
   std::vector<float> host_copy(Section s) const;
   // This stage's pipeline over its chunks; loss_scale as in Pipeline::Shape.
   void build_pipeline(int microbatches, float loss_scale);
+  // ZeRO-3: the layer groups the pipeline's next pass (a training step or an evaluation)
+  // opens, planned for prefetching.
+  void plan_gathers(bool evaluation);
 
   const Options& o_;
   ParallelGroups& groups_;
-  const TextData& data_;
+  const TokenData& data_;
   const Kernels& k_;
   int local_batch_, micro_batch_;
   StepClock clock_;
   TensorParallel tp_;
   ParamLayout layout_;
   Buffer<float> params_;  // in the kernels' memory, as everything the step computes on
+  std::unique_ptr<Weights> weights_;  // where the chunks read params_: FlatWeights, or ShardedParams
+  ShardedParams* sharded_ = nullptr;  // weights_ under ZeRO-3
   std::vector<std::unique_ptr<Gpt>> chunks_;
   GradSync sync_;
   StepGrads grads_;
@@ -149,5 +170,8 @@ void check_checkpoint_matches(const CheckpointHeader& h, const Options& o);
 size_t bucket_elems(const Options& o);
 // What this rank holds: its tensor-parallel piece of the chunks of its pipeline stage.
 ModelPartition partition_of(const Options& o, int tp_rank, int stage);
+// The layout of that piece over `shards` data-parallel ranks (ZeRO-3: buckets of whole
+// layer groups).
+ParamLayout layout_of(const Options& o, int tp_rank, int stage, int shards);
 
 }  // namespace strata::train

@@ -1,0 +1,139 @@
+#include "sharded_params.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "ground/device/backend.hpp"
+
+namespace strata::train {
+namespace {
+
+bool in(const std::vector<int>& set, int g) { return std::find(set.begin(), set.end(), g) != set.end(); }
+
+}  // namespace
+
+std::vector<int> ShardedParams::to_gather(const WeightUses& uses, size_t k, int ahead,
+                                          const std::vector<char>& resident) {
+  std::vector<int> out;
+  for (size_t j = k; j < uses.size() && j <= k + static_cast<size_t>(ahead); ++j)
+    for (int g : uses[j])
+      if (!resident[g] && !in(out, g)) out.push_back(g);
+  return out;
+}
+
+std::vector<int> ShardedParams::to_release(const WeightUses& uses, size_t k) {
+  std::vector<int> out;
+  for (int g : uses[k])
+    if (k + 1 >= uses.size() || !in(uses[k + 1], g)) out.push_back(g);
+  return out;
+}
+
+int ShardedParams::peak_resident(const WeightUses& uses, int ahead, int groups) {
+  std::vector<char> resident(groups, 0);
+  int now = 0, peak = 0;
+  for (size_t k = 0; k < uses.size(); ++k) {
+    for (int g : to_gather(uses, k, ahead, resident)) resident[g] = 1, ++now;
+    peak = std::max(peak, now);
+    for (int g : to_release(uses, k)) resident[g] = 0, --now;
+  }
+  return peak;
+}
+
+ShardedParams::ShardedParams(Group& dp, const ParamLayout& layout, const float* shard, const Kernels& k,
+                             int prefetch, StepClock& clock)
+    : dp_(dp), layout_(layout), shard_(shard), k_(k), prefetch_(prefetch), clock_(clock) {
+  slot_of_.assign(layer_groups(layout.config()), -1);
+  if (k.stream()) {
+    ex_ = &strata::device::require_backend("ZeRO-3's gathers").execution();
+    stream_ = ex_->stream_create();
+    issued_ = ex_->event_create();
+  }
+}
+
+ShardedParams::~ShardedParams() {
+  if (!ex_) return;
+  ex_->stream_destroy(stream_);  // waits for the gathers on it
+  ex_->event_destroy(issued_);
+  for (Slot& s : slots_) ex_->event_destroy(s.gathered);
+}
+
+void ShardedParams::plan(WeightUses uses) {
+  if (!open_.empty()) throw std::logic_error("ZeRO-3: a new plan while a pass has groups open");
+  const int need = peak_resident(uses, prefetch_, layer_groups(layout_.config()));
+  while (static_cast<int>(slots_.size()) < need) {
+    Slot s;
+    s.buf = Buffer<float>(k_, layout_.max_group());
+    if (ex_) s.gathered = ex_->event_create();
+    slots_.push_back(std::move(s));
+    free_.push_back(static_cast<int>(slots_.size()) - 1);
+  }
+  uses_ = std::move(uses);
+  next_ = 0;
+}
+
+void ShardedParams::gather(int group) {
+  if (free_.empty()) throw std::logic_error("ZeRO-3: no free buffer for a gather (the plan was not followed)");
+  const int s = free_.back();
+  free_.pop_back();
+  slot_of_[group] = s;
+  Slot& slot = slots_[s];
+  const GroupSpan& span = layout_.group_span(group);
+  if (ex_) {
+    // After what the training stream has queued so far: the last reads of this buffer,
+    // and the optimizer's update of the shard.
+    ex_->event_record(issued_, k_.stream());
+    ex_->stream_wait(stream_, issued_);
+  }
+  for (int b = span.first_bucket; b < span.end_bucket; ++b) {
+    const Bucket& bucket = layout_.buckets()[b];
+    const size_t n = layout_.slice(bucket);
+    strata::Request r = dp_.all_gather(shard_ + bucket.shard_offset, slot.buf.data() + (bucket.offset - span.offset), n,
+                                       stream_);
+    if (!ex_) slot.pending.push_back(std::move(r));
+  }
+  if (ex_) ex_->event_record(slot.gathered, stream_);
+  ++gathers_;
+}
+
+void ShardedParams::wait(int group) {
+  Slot& slot = slots_[slot_of_[group]];
+  if (ex_) {
+    ex_->stream_wait(k_.stream(), slot.gathered);
+    return;
+  }
+  if (slot.pending.empty()) return;
+  clock_.gather([&] {
+    for (strata::Request& r : slot.pending) r.wait();
+  });
+  slot.pending.clear();
+}
+
+void ShardedParams::open(const std::vector<int>& groups) {
+  if (!open_.empty()) throw std::logic_error("ZeRO-3: groups opened while others are open");
+  if (next_ >= uses_.size() || uses_[next_] != groups)
+    throw std::logic_error("ZeRO-3: layer groups opened out of the planned order (set " + std::to_string(next_) +
+                           " of " + std::to_string(uses_.size()) + ")");
+  std::vector<char> resident(slot_of_.size());
+  for (size_t g = 0; g < slot_of_.size(); ++g) resident[g] = slot_of_[g] >= 0;
+  for (int g : to_gather(uses_, next_, prefetch_, resident)) gather(g);
+  for (int g : groups) wait(g);
+  open_ = groups;
+}
+
+void ShardedParams::close() {
+  for (int g : to_release(uses_, next_)) {
+    free_.push_back(slot_of_[g]);
+    slot_of_[g] = -1;
+  }
+  open_.clear();
+  ++next_;
+}
+
+const float* ShardedParams::tensor(int id) const {
+  const int g = layer_group(layout_.config(), id);
+  if (!in(open_, g)) throw std::logic_error("ZeRO-3: " + layout_.tensor(id).name + " read while its group is not open");
+  return slots_[slot_of_[g]].buf.data() + (layout_.tensor(id).offset - layout_.group_span(g).offset);
+}
+
+}  // namespace strata::train
