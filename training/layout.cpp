@@ -150,12 +150,6 @@ ParamLayout::ParamLayout(const ModelConfig& cfg, const ModelPartition& part, int
     }
 }
 
-size_t ParamLayout::max_group() const {
-  size_t m = 0;
-  for (const GroupSpan& g : spans_) m = std::max(m, g.padded);
-  return m;
-}
-
 void ParamLayout::flat_to_shard(int rank, const float* flat, float* shard) const {
   for (const Bucket& b : buckets_)
     std::memcpy(shard + b.shard_offset, flat + slice_offset(b, rank), slice(b) * sizeof(float));

@@ -174,7 +174,6 @@ class ParamLayout {
   // Layer group g's buckets (group_buckets layouts: a run of whole buckets). Empty where
   // this rank holds nothing of it.
   const GroupSpan& group_span(int g) const { return spans_[g]; }
-  size_t max_group() const;  // largest padded group span
  private:
   ModelConfig cfg_;
   ModelPartition part_;

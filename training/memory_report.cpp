@@ -60,8 +60,8 @@ std::string Trainer::memory_report() const {
   };
   std::string buffers;
   if (sharded_)
-    buffers = " + gathered " + std::to_string(sharded_->buffers()) + " x " + mb(layout_.max_group() * 4.0) +
-              " (layer groups in use and prefetched: --prefetch " + std::to_string(o_.prefetch) + ")";
+    buffers = " + gathered " + mb(gathered) + " (" + std::to_string(sharded_->buffers()) +
+              " layer groups' buffers: in use and prefetched, --prefetch " + std::to_string(o_.prefetch) + ")";
   row("parameters", params, z == 3 ? "4Ψ/Nd" : "4Ψ", f_params, buffers);
   std::string staging;
   if (z >= 2)

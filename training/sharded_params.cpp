@@ -29,15 +29,24 @@ std::vector<int> ShardedParams::to_release(const WeightUses& uses, size_t k) {
   return out;
 }
 
-int ShardedParams::peak_resident(const WeightUses& uses, int ahead, int groups) {
-  std::vector<char> resident(groups, 0);
-  int now = 0, peak = 0;
+std::map<size_t, int> ShardedParams::buffers_needed(const WeightUses& uses, int ahead,
+                                                    const std::vector<size_t>& group_floats) {
+  std::vector<char> resident(group_floats.size(), 0);
+  std::map<size_t, int> now, peak;
   for (size_t k = 0; k < uses.size(); ++k) {
-    for (int g : to_gather(uses, k, ahead, resident)) resident[g] = 1, ++now;
-    peak = std::max(peak, now);
-    for (int g : to_release(uses, k)) resident[g] = 0, --now;
+    for (int g : to_gather(uses, k, ahead, resident)) {
+      resident[g] = 1;
+      peak[group_floats[g]] = std::max(peak[group_floats[g]], ++now[group_floats[g]]);
+    }
+    for (int g : to_release(uses, k)) resident[g] = 0, --now[group_floats[g]];
   }
   return peak;
+}
+
+size_t ShardedParams::buffer_bytes() const {
+  size_t n = 0;
+  for (const Slot& s : slots_) n += s.buf.bytes();
+  return n;
 }
 
 ShardedParams::ShardedParams(Group& dp, const ParamLayout& layout, const float* shard, const Kernels& k,
@@ -60,25 +69,31 @@ ShardedParams::~ShardedParams() {
 
 void ShardedParams::plan(WeightUses uses) {
   if (!open_.empty()) throw std::logic_error("ZeRO-3: a new plan while a pass has groups open");
-  const int need = peak_resident(uses, prefetch_, layer_groups(layout_.config()));
-  while (static_cast<int>(slots_.size()) < need) {
-    Slot s;
-    s.buf = Buffer<float>(k_, layout_.max_group());
-    if (ex_) s.gathered = ex_->event_create();
-    slots_.push_back(std::move(s));
-    free_.push_back(static_cast<int>(slots_.size()) - 1);
+  std::vector<size_t> floats;
+  for (int g = 0; g < layer_groups(layout_.config()); ++g) floats.push_back(layout_.group_span(g).padded);
+  for (const auto& [size, need] : buffers_needed(uses, prefetch_, floats)) {
+    int have = 0;
+    for (const Slot& s : slots_) have += s.buf.size() == size;
+    for (; have < need; ++have) {
+      Slot s;
+      s.buf = Buffer<float>(k_, size);
+      if (ex_) s.gathered = ex_->event_create();
+      slots_.push_back(std::move(s));
+      free_.push_back(static_cast<int>(slots_.size()) - 1);
+    }
   }
   uses_ = std::move(uses);
   next_ = 0;
 }
 
 void ShardedParams::gather(int group) {
-  if (free_.empty()) throw std::logic_error("ZeRO-3: no free buffer for a gather (the plan was not followed)");
-  const int s = free_.back();
-  free_.pop_back();
+  const GroupSpan& span = layout_.group_span(group);
+  const auto fits = std::find_if(free_.begin(), free_.end(), [&](int i) { return slots_[i].buf.size() == span.padded; });
+  if (fits == free_.end()) throw std::logic_error("ZeRO-3: no free buffer for a gather (the plan was not followed)");
+  const int s = *fits;
+  free_.erase(fits);
   slot_of_[group] = s;
   Slot& slot = slots_[s];
-  const GroupSpan& span = layout_.group_span(group);
   if (ex_) {
     // After what the training stream has queued so far: the last reads of this buffer,
     // and the optimizer's update of the shard.

@@ -2,8 +2,9 @@
 // the parameters -- slice r of every bucket, the slices ZeRO-1/2 give it of the optimizer
 // state -- and a layer group's whole parameters exist only while a pass reads them.
 //
-// Opening a group all-gathers its buckets from the shards into a buffer of a small pool;
-// closing it gives the buffer back, unless the next set of groups opened needs it too
+// Opening a group all-gathers its buckets from the shards into a buffer of its size from a
+// small pool (a block's, the embeddings', the final LayerNorm's); closing it gives the
+// buffer back, unless the next set of groups opened needs it too
 // (the head's groups between a microbatch's forward and its backward). The passes of a
 // step are planned (plan(): the sets the model will open, in order), so opening set k also
 // issues the gathers of the sets k+1 .. k+prefetch that are not there yet, on the
@@ -19,6 +20,7 @@
 // neither.
 #pragma once
 
+#include <map>
 #include <vector>
 
 #include "device/buffer.hpp"
@@ -51,19 +53,20 @@ class ShardedParams final : public Weights {
   const float* tensor(int id) const override;
 
   int buffers() const { return static_cast<int>(slots_.size()); }  // in the pool
-  size_t buffer_bytes() const { return slots_.size() * layout_.max_group() * sizeof(float); }
+  size_t buffer_bytes() const;
   uint64_t gathers() const { return gathers_; }  // group gathers issued so far
 
   // The groups to gather when set k of `uses` opens (those of sets k .. k+ahead not in
   // `resident`, in the order needed), and those to let go when it closes (not in set k+1).
   static std::vector<int> to_gather(const WeightUses& uses, size_t k, int ahead, const std::vector<char>& resident);
   static std::vector<int> to_release(const WeightUses& uses, size_t k);
-  // The most groups resident at once over `uses` (the pool it needs).
-  static int peak_resident(const WeightUses& uses, int ahead, int groups);
+  // The pool `uses` needs: for each size of group (floats, by group in `group_floats`),
+  // the most groups of that size resident at once.
+  static std::map<size_t, int> buffers_needed(const WeightUses& uses, int ahead, const std::vector<size_t>& group_floats);
 
  private:
   struct Slot {
-    Buffer<float> buf;
+    Buffer<float> buf;  // of one group size
     std::vector<strata::Request> pending;  // host: the gather's requests
     strata::device::Event gathered = nullptr;  // device: recorded on the gather stream after it
   };

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -350,10 +351,13 @@ TEST(ShardedParams, PlanGathersAheadAndKeepsOnlyWhatTheNextSetUses) {
   EXPECT_TRUE(st::ShardedParams::to_release(uses, 3).empty());  // the head's backward follows at once
   EXPECT_EQ(st::ShardedParams::to_release(uses, 4), (std::vector<int>{3, 0}));
   EXPECT_EQ(st::ShardedParams::to_release(uses, 6), (std::vector<int>{1}));
-  // At once: the set open and `ahead` sets more; the head's pair makes it 3 at ahead 1.
-  EXPECT_EQ(st::ShardedParams::peak_resident(uses, 0, 4), 2);
-  EXPECT_EQ(st::ShardedParams::peak_resident(uses, 1, 4), 3);
-  EXPECT_EQ(st::ShardedParams::peak_resident(uses, 2, 4), 4);
+  // At once: the set open and `ahead` sets more, by the groups' sizes: blocks 1 and 2 of
+  // 100 floats, the embeddings 30, the head 5 (its pair makes 3 groups at ahead 1).
+  const std::vector<size_t> floats = {30, 100, 100, 5};
+  using Need = std::map<size_t, int>;
+  EXPECT_EQ(st::ShardedParams::buffers_needed(uses, 0, floats), (Need{{5, 1}, {30, 1}, {100, 1}}));
+  EXPECT_EQ(st::ShardedParams::buffers_needed(uses, 1, floats), (Need{{5, 1}, {30, 1}, {100, 2}}));
+  EXPECT_EQ(st::ShardedParams::buffers_needed(uses, 2, floats), (Need{{5, 1}, {30, 1}, {100, 2}}));
 }
 
 // Opening out of the plan, or reading a group that is not open, is a bug caught at once.
