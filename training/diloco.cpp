@@ -195,12 +195,10 @@ void Diloco::save(const std::string& dir, Trainer& trainer) {
 }
 
 void Diloco::load(const CheckpointReader& outer, const Trainer& trainer) {
-  std::vector<float> flat(trainer.layout().padded_size()), snapshot(trainer.param_count()),
-      momentum(trainer.param_count());
-  for (auto [s, v] : {std::pair{OuterSection::snapshot, &snapshot}, std::pair{OuterSection::momentum, &momentum}}) {
-    trainer.read_pieces([&, s = s](size_t first, size_t k, float* out) { outer.read(s, first, k, out); }, flat.data());
-    trainer.flat_to_params(flat.data(), v->data());
-  }
+  std::vector<float> snapshot(trainer.param_count()), momentum(trainer.param_count());
+  for (auto [s, v] : {std::pair{OuterSection::snapshot, &snapshot}, std::pair{OuterSection::momentum, &momentum}})
+    trainer.fill(trainer.pieces_of([&, s = s](size_t first, size_t k, float* out) { outer.read(s, first, k, out); }),
+                 v->data(), trainer.sharded());
   outer_.load_state(snapshot.data(), momentum.data(), static_cast<long long>(outer.header().step));
 }
 

@@ -8,25 +8,25 @@
 
 namespace strata::train {
 
-void init_params(const ParamLayout& layout, float* params, uint64_t seed) {
+void init_tensor(const ParamLayout& layout, int id, uint64_t seed, float* piece) {
   const ModelConfig& c = layout.config();
-  std::memset(params, 0, layout.padded_size() * sizeof(float));
-  const float std_proj = 0.02f / std::sqrt(2.0f * c.layers);
-  std::vector<float> whole;
-  for (int id = 0; id < tensor_count(c); ++id) {
-    const TensorInfo& t = layout.tensor(id);
-    if (!layout.holds(id)) continue;
-    whole.assign(t.full_size, 0.0f);  // biases stay zero
-    if (t.layernorm && t.name.ends_with(".weight")) {  // LayerNorm gain
-      whole.assign(t.full_size, 1.0f);
-    } else if (t.decay) {  // matrices and embeddings
-      bool proj = t.name.ends_with("c_proj.weight");
-      float sd = proj ? std_proj : 0.02f;
-      Rng rng(stream_seed(seed, 1000 + id));
-      for (float& w : whole) w = sd * rng.normal();
-    }
-    layout.whole_to_piece(id, whole.data(), params + t.offset);
+  const TensorInfo& t = layout.tensor(id);
+  std::vector<float> whole(t.full_size, 0.0f);  // biases stay zero
+  if (t.layernorm && t.name.ends_with(".weight")) {  // LayerNorm gain
+    whole.assign(t.full_size, 1.0f);
+  } else if (t.decay) {  // matrices and embeddings
+    const bool proj = t.name.ends_with("c_proj.weight");
+    const float sd = proj ? 0.02f / std::sqrt(2.0f * c.layers) : 0.02f;
+    Rng rng(stream_seed(seed, 1000 + id));
+    for (float& w : whole) w = sd * rng.normal();
   }
+  layout.whole_to_piece(id, whole.data(), piece);
+}
+
+void init_params(const ParamLayout& layout, float* params, uint64_t seed) {
+  std::memset(params, 0, layout.padded_size() * sizeof(float));
+  for (int id = 0; id < tensor_count(layout.config()); ++id)
+    if (layout.holds(id)) init_tensor(layout, id, seed, params + layout.tensor(id).offset);
 }
 
 namespace {

@@ -40,6 +40,8 @@ class GradSink {
 // is drawn whole from its own stream of `seed` and this rank keeps its piece, so the
 // values depend on neither the layout nor the tensor-parallel cut.
 void init_params(const ParamLayout& layout, float* params, uint64_t seed);
+// The same for one tensor: this rank's piece of tensor `id`, into `piece`.
+void init_tensor(const ParamLayout& layout, int id, uint64_t seed, float* piece);
 
 // The layer-group sets (weights.hpp) a forward or a backward of `chunk` opens, in order:
 // the embeddings, each block, and the head's final LayerNorm with the tied wte (forward);

@@ -2,6 +2,7 @@
 // trainer_state.cpp, the memory report in memory_report.cpp.
 #include "trainer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -51,9 +52,8 @@ Trainer::Trainer(const Options& o, ParallelGroups& groups, const TokenData& data
   groups.use_memory(k);
   sync_.reduce_in_bf16(o.grad_dtype == "bf16");
   {
-    std::vector<float> flat(layout_.padded_size()), mine(params_.size());
-    init_params(layout_, flat.data(), o.seed);
-    flat_to_params(flat.data(), mine.data());
+    std::vector<float> mine(params_.size());
+    fill([&](int id, float* piece) { init_tensor(layout_, id, o.seed, piece); }, mine.data(), sharded());
     k.upload(params_.data(), mine.data(), params_.bytes());
   }
   if (sharded()) {
@@ -94,23 +94,38 @@ void Trainer::plan_gathers(bool evaluation) {
   sharded_->plan(std::move(uses));
 }
 
-void Trainer::flat_to_params(const float* flat, float* out) const {
-  if (sharded())
-    layout_.flat_to_shard(groups_.coord(kDp), flat, out);
-  else
-    std::copy(flat, flat + layout_.padded_size(), out);
+void Trainer::fill(const PieceOf& piece_of, float* out, bool sharded) const {
+  const int r = groups_.coord(kDp);
+  std::vector<float> bucket;
+  for (const Bucket& b : layout_.buckets()) {
+    bucket.assign(b.padded, 0.0f);
+    for (int id = b.first_tensor; id < b.end_tensor; ++id)
+      if (layout_.holds(id)) piece_of(id, bucket.data() + (layout_.tensor(id).offset - b.offset));
+    if (sharded)
+      std::copy_n(bucket.data() + r * layout_.slice(b), layout_.slice(b), out + b.shard_offset);
+    else
+      std::copy(bucket.begin(), bucket.end(), out + b.offset);
+  }
 }
 
-std::vector<float> Trainer::flat_params() {
-  std::vector<float> mine = params_.to_host();
-  if (!sharded() || layout_.shards() == 1) return mine;  // one shard is the flat buffer
-  std::vector<float> flat(layout_.padded_size());
+uint64_t Trainer::checksum(const std::function<bool(const TensorInfo&)>& which) {
+  const std::vector<float> mine = params_.to_host();
   Group& dp = groups_.dp();
-  std::vector<strata::Request> reqs;
-  for (const Bucket& b : layout_.buckets())
-    reqs.push_back(dp.all_gather(mine.data() + b.shard_offset, flat.data() + b.offset, layout_.slice(b)));
-  for (auto& r : reqs) r.wait();
-  return flat;
+  std::vector<float> bucket;
+  uint64_t h = fnv1a(nullptr, 0);
+  for (const Bucket& b : layout_.buckets()) {
+    const float* p = mine.data() + b.offset;  // == b.shard_offset with one shard
+    if (sharded() && layout_.shards() > 1) {  // one shard is the flat buffer
+      bucket.resize(b.padded);
+      dp.all_gather(mine.data() + b.shard_offset, bucket.data(), layout_.slice(b)).wait();
+      p = bucket.data();
+    }
+    for (int id = b.first_tensor; id < b.end_tensor; ++id) {
+      const TensorInfo& t = layout_.tensor(id);
+      if (t.size && which(t)) h = fnv1a(p + (t.offset - b.offset), t.size * sizeof(float), h);
+    }
+  }
+  return h;
 }
 
 bool Trainer::reports_loss() const {
@@ -250,25 +265,16 @@ std::string Trainer::sample(int len, uint64_t seed) {
 }
 
 uint64_t Trainer::param_checksum() {
-  const std::vector<float> p = flat_params();
-  uint64_t h = fnv1a(nullptr, 0);
-  for (const auto& t : layout_.tensors())
-    h = fnv1a(p.data() + t.offset, t.size * sizeof(float), h);
-  return h;
+  return checksum([](const TensorInfo&) { return true; });
 }
 
 uint64_t Trainer::replicated_checksum() {
-  const std::vector<float> p = flat_params();
-  uint64_t h = fnv1a(nullptr, 0);
-  for (const auto& t : layout_.tensors())
-    if (t.split == Split::none) h = fnv1a(p.data() + t.offset, t.size * sizeof(float), h);
-  return h;
+  return checksum([](const TensorInfo& t) { return t.split == Split::none; });
 }
 
 uint64_t Trainer::embedding_checksum() {
-  const TensorInfo& wte = layout_.tensor(tensor_wte());
-  const std::vector<float> p = flat_params();
-  return fnv1a(p.data() + wte.offset, wte.size * sizeof(float));
+  const TensorInfo* wte = &layout_.tensor(tensor_wte());
+  return checksum([wte](const TensorInfo& t) { return &t == wte; });
 }
 
 }  // namespace strata::train

@@ -88,9 +88,15 @@ class Trainer {
   // a buffer laid out as the parameters (sent by data-parallel rank 0), or with `sharded`
   // a moment buffer of this rank's ZeRO slices (sent by every data-parallel rank).
   void gather_whole(const float* src, bool sharded, const std::function<void(int, const float*)>& emit);
-  // This rank's pieces of a canonical section (read(first, n, out): n floats from canonical
-  // index `first`) into a buffer laid out as the parameters; padding is zero.
-  void read_pieces(const std::function<void(size_t, size_t, float*)>& read, float* flat) const;
+  // Fills a buffer laid out as this rank's flat parameter buffer, or with `sharded` as its
+  // ZeRO slices (the parameters under ZeRO-3, the Adam moments under ZeRO 1-3), from
+  // piece_of(id, piece), which writes this rank's piece of tensor `id`; padding is zero.
+  // A bucket at a time: a shard is filled without the whole buffer.
+  using PieceOf = std::function<void(int, float*)>;
+  void fill(const PieceOf& piece_of, float* out, bool sharded) const;
+  // piece_of from a canonical section (read(first, n, out): n floats from canonical index
+  // `first`, as a checkpoint holds them).
+  PieceOf pieces_of(const std::function<void(size_t, size_t, float*)>& read) const;
 
   const ParamLayout& layout() const { return layout_; }
   const Kernels& kernels() const { return k_; }  // where the parameters are
@@ -99,11 +105,6 @@ class Trainer {
   float* params() { return params_.data(); }
   size_t param_count() const { return params_.size(); }
   bool sharded() const { return o_.zero == 3; }
-  // The flat buffer on the host (collective over the data-parallel group under ZeRO-3,
-  // which gathers it).
-  std::vector<float> flat_params();
-  // Buffers laid out as params() from the flat layout (ZeRO-3: this rank's slices).
-  void flat_to_params(const float* flat, float* out) const;
   CheckpointHeader checkpoint_header() const;  // this run's model, data position and step
   // Checksums of this rank's parameters (under ZeRO-3 collective: of the gathered ones).
   uint64_t param_checksum();
@@ -126,6 +127,9 @@ class Trainer {
   // ZeRO-3: the layer groups the pipeline's next pass (a training step or an evaluation)
   // opens, planned for prefetching.
   void plan_gathers(bool evaluation);
+  // FNV-1a over the tensors of this rank's flat parameter buffer that `which` picks, in
+  // buffer order (under ZeRO-3 collective: each bucket gathered in turn).
+  uint64_t checksum(const std::function<bool(const TensorInfo&)>& which);
 
   const Options& o_;
   ParallelGroups& groups_;

@@ -153,15 +153,12 @@ void check_checkpoint_matches(const CheckpointHeader& h, const Options& o) {
                      ", nothing left to do for --steps " + std::to_string(o.steps));
 }
 
-void Trainer::read_pieces(const std::function<void(size_t, size_t, float*)>& read, float* flat) const {
-  const ModelPartition& part = layout_.partition();
-  std::fill(flat, flat + layout_.padded_size(), 0.0f);
-  for (int id = 0; id < tensor_count(o_.model); ++id) {
-    if (!layout_.holds(id)) continue;
-    const TensorInfo& t = layout_.tensor(id);
-    for (const ShardRun& run : shard_runs(t, part.tp, part.tp_rank))
-      read(canonical_offset_[id] + run.whole, run.len, flat + t.offset + run.local);
-  }
+Trainer::PieceOf Trainer::pieces_of(const std::function<void(size_t, size_t, float*)>& read) const {
+  return [this, read](int id, float* piece) {
+    const ModelPartition& part = layout_.partition();
+    for (const ShardRun& run : shard_runs(layout_.tensor(id), part.tp, part.tp_rank))
+      read(canonical_offset_[id] + run.whole, run.len, piece + run.local);
+  };
 }
 
 void Trainer::load(const CheckpointReader& r) {
@@ -172,18 +169,15 @@ void Trainer::load(const CheckpointReader& r) {
   auto section = [&](Section s) {
     return [&r, s](size_t first, size_t n, float* out) { r.read(s, first, n, out); };
   };
-  std::vector<float> flat(layout_.padded_size()), mine(params_.size());
-  read_pieces(section(Section::params), flat.data());
-  flat_to_params(flat.data(), mine.data());
+  std::vector<float> mine(params_.size());
+  fill(pieces_of(section(Section::params)), mine.data(), sharded());
   k_.upload(params_.data(), mine.data(), params_.bytes());
-  // The moments this rank's optimizer keeps (all, or its ZeRO slices), by flat offset.
-  const std::vector<Segment> kept =
-      o_.zero == 0 ? layout_.all_segments() : layout_.shard_segments(groups_.coord(kDp), false);
+  // The moments this rank's optimizer keeps: all, or its ZeRO slices.
   for (Section s : {Section::adam_m, Section::adam_v}) {
-    read_pieces(section(s), flat.data());
-    float* state = (s == Section::adam_m ? opt_.m() : opt_.v()).data();
-    for (const Segment& g : kept)
-      k_.upload(state + g.state, flat.data() + g.param, g.len * sizeof(float));
+    Buffer<float>& state = s == Section::adam_m ? opt_.m() : opt_.v();
+    std::vector<float> host(state.size());
+    fill(pieces_of(section(s)), host.data(), o_.zero > 0);
+    k_.upload(state.data(), host.data(), state.bytes());
   }
   step_ = static_cast<int>(h.step);
   sampler_.restore(h.data_rng, h.batches_drawn);

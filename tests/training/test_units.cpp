@@ -321,8 +321,11 @@ TEST(Layout, GroupBucketsHoldOneLayerGroupEach) {
           const st::GroupSpan& span = l.group_span(g);
           covered += span.padded;
           for (int b = span.first_bucket; b < span.end_bucket; ++b)
-            for (int t = l.buckets()[b].first_tensor; t < l.buckets()[b].end_tensor; ++t)
-              if (l.holds(t)) EXPECT_EQ(st::layer_group(kOdd, t), g) << l.tensor(t).name;
+            for (int t = l.buckets()[b].first_tensor; t < l.buckets()[b].end_tensor; ++t) {
+              if (l.holds(t)) {
+                EXPECT_EQ(st::layer_group(kOdd, t), g) << l.tensor(t).name;
+              }
+            }
         }
         for (int t = 0; t < st::tensor_count(kOdd); ++t)
           if (l.holds(t)) {
