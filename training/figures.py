@@ -7,6 +7,10 @@
     training/figures.py cluster   tokens/s on an emulated 2-host cluster at 1 Gbit/s (root)
     training/figures.py islands   DiLoCo with --on-failure continue: an island killed, then replaced;
                                   the loss curve beside an uninterrupted run (docs/benchmarks/islands.png)
+    training/figures.py zero      dp 4, 8 layers x 512: memory per rank for ZeRO 0-3 and --recompute block
+                                  against the formulas, and tokens/s of each relative to ZeRO-2
+    training/figures.py capacity  the most layers (at width 512, dp 4) that train in 2 GB per rank, with
+                                  ZeRO-0 and with ZeRO-3 + --recompute block, checked by a run's peak RSS
 
 Run from the repository root after tools/build. Each measurement is repeated (--reps) and
 the median reported (5 by default); the machine's load is printed with it.
@@ -221,9 +225,120 @@ def islands(reps):
           f"final validation {med(3):.4f} against uninterrupted {ref_val[steps]:.4f}; load average at the end {load()}")
 
 
+ZERO_MODEL = ["--heads", "8", "--dim", "512", "--ctx", "64", "--batch", "16", "--threads", "1"]
+ZERO_CASES = [("zero 0", "--zero 0"), ("zero 1", "--zero 1"), ("zero 2", "--zero 2"), ("zero 3", "--zero 3"),
+              ("zero 3, --prefetch 0", "--zero 3 --prefetch 0"), ("zero 2, --recompute block", "--zero 2 --recompute block"),
+              ("zero 3, --recompute block", "--zero 3 --recompute block")]
+REPORT_ROWS = ["parameters", "gradients", "Adam moments m, v", "model states", "activations", "recomputation"]
+
+
+def report(out):
+    """Rank 0's memory report: MB per row, the model states' ZeRO formula and its MB, and Ψ."""
+    rows = {}
+    for name in REPORT_ROWS:
+        m = re.search(r"\[0\]   " + re.escape(name) + r" +([\d.]+) MB", out)
+        rows[name] = float(m.group(1)) if m else 0.0
+    m = re.search(r"model states +[\d.]+ MB \| (\S+) += +([\d.]+) MB", out)
+    rows["formula"], rows["formula MB"] = m.group(1), float(m.group(2))
+    rows["psi"] = int(re.search(r"Ψ = (\d+) parameters", out).group(1))
+    return rows
+
+
+def step_split(out):
+    """compute, comm, idle, gather ms per step from step 2 (rank 0's summary)."""
+    m = re.search(r"per step from step \d+: compute ([\d.]+), comm ([\d.]+), idle ([\d.]+)(?:, gather ([\d.]+))? ms", out)
+    return [float(x) if x else 0.0 for x in m.groups()]
+
+
+def zero(reps):
+    steps = 6
+    tokens = 16 * 64
+    print(f"dp 4 on 4 local ranks, 8 layers x 512 (8 heads, ctx 64), global batch 16 x 64, {steps} steps, timed from "
+          f"step 2; {reps} rounds over all modes; load average at start {load()}", flush=True)
+    mem, ms, ratio = {}, {n: [] for n, _ in ZERO_CASES}, {n: [] for n, _ in ZERO_CASES}
+    gather = {n: [] for n, _ in ZERO_CASES}
+    for _ in range(reps):  # rounds, so that every mode sees the machine's load alike
+        round_ms = {}
+        for name, flags in ZERO_CASES:
+            out = train(4, ["--layers", "8"] + ZERO_MODEL + ["--steps", str(steps), "--log-every", "100"] + flags.split())
+            mem[name] = report(out)
+            parts = step_split(out)
+            round_ms[name] = sum(parts)
+            ms[name].append(sum(parts))
+            gather[name].append(parts[3])
+        for name, _ in ZERO_CASES:  # tok/s against zero 2's in the same round
+            ratio[name].append(round_ms["zero 2"] / round_ms[name])
+    base = mem["zero 0"]["model states"]
+    print(f"\nmemory per rank (rank 0's report, MB; Ψ = {mem['zero 0']['psi']:,})")
+    print("| mode | parameters | gradients | Adam m, v | model states | ZeRO formula | states / zero 0 | activations "
+          "per microbatch | recompute buffer |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, _ in ZERO_CASES:
+        r = mem[name]
+        print(f"| {name} | {r['parameters']:.2f} | {r['gradients']:.2f} | {r['Adam moments m, v']:.2f} | "
+              f"{r['model states']:.2f} | {r['formula']} = {r['formula MB']:.2f} | {r['model states'] / base:.3f} | "
+              f"{r['activations']:.2f} | {r['recomputation']:.2f} |")
+    print("\ntime per step (sum of compute, comm, idle and gather from step 2; median of the rounds)")
+    print("| mode | ms/step | tok/s | tok/s / zero 2's (median of per-round ratios; all) | exposed gather ms |")
+    print("|---|---|---|---|---|")
+    for name, _ in ZERO_CASES:
+        m = statistics.median(ms[name])
+        rs = ", ".join(f"{x:.2f}" for x in ratio[name])
+        print(f"| {name} | {m:.0f} | {tokens / m * 1e3:.0f} | {statistics.median(ratio[name]):.2f} ({rs}) | "
+              f"{statistics.median(gather[name]):.0f} |")
+    print(f"load average at the end {load()}")
+
+
+def startup_report(args):
+    """The memory report of a 4-rank run, read as it starts; the run is then stopped (no step runs)."""
+    cmd = [RUN, "-n", "4", "--", TRAIN, "--data", DATA, "--eval-batches", "0", "--sample-len", "0"] + args
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    out = ""
+    for line in p.stdout:
+        out += line
+        if re.search(r"\[0\]   (activations|recomputation) ", line) and ("--recompute" not in args or "recomputation" in line):
+            break
+    os.killpg(p.pid, 15)
+    p.wait()
+    if "model states" not in out:
+        sys.exit("no memory report: " + " ".join(cmd) + "\n" + out[-3000:])
+    return report(out)
+
+
+def capacity(reps):
+    del reps  # one verifying run per mode
+    budget = 2e9
+    modes = [("zero 0", ["--zero", "0"]), ("zero 3, --recompute block", ["--zero", "3", "--recompute", "block"])]
+    fixed = ZERO_MODEL + ["--steps", "1", "--log-every", "1"]
+    print(f"dp 4 on 4 local ranks, width 512 (8 heads, ctx 64, global batch 16 x 64); the most layers whose allocated "
+          f"model states, activations and recompute buffer fit {budget / 1e9:.0f} GB per rank less the process's own "
+          f"memory (peak RSS of a 1-layer run less what it allocated), then one step of it run and its peak RSS read; "
+          f"load average at start {load()}", flush=True)
+    print("| mode | layers | parameters | allocated per rank (MB) | peak RSS rank 0 (MB) |")
+    print("|---|---|---|---|---|")
+    for name, flags in modes:
+        def allocated(layers):
+            r = startup_report(["--layers", str(layers)] + fixed + flags)
+            return (r["model states"] + r["activations"] + r["recomputation"]) * 1e6, r["psi"]
+        small = train(4, ["--layers", "1"] + fixed + flags)
+        own = float(re.search(r"peak RSS rank 0: ([\d.]+) MB", small).group(1)) * 1e6 - allocated(1)[0]
+        lo, hi = 1, 2
+        while allocated(hi)[0] + own <= budget:
+            lo, hi = hi, hi * 2
+        while hi - lo > 1:  # allocated(lo) fits, allocated(hi) does not
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if allocated(mid)[0] + own <= budget else (lo, mid)
+        need, psi = allocated(lo)
+        out = train(4, ["--layers", str(lo)] + fixed + flags)
+        rss = float(re.search(r"peak RSS rank 0: ([\d.]+) MB", out).group(1))
+        print(f"| {name} | {lo} | {psi / 1e6:.1f} M | {need / 1e6:.0f} (+ {own / 1e6:.0f} the process's own) | "
+              f"{rss:.0f} |", flush=True)
+    print(f"load average at the end {load()}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("figure", choices=["bubble", "memory", "traffic", "cluster", "islands"])
+    p.add_argument("figure", choices=["bubble", "memory", "traffic", "cluster", "islands", "zero", "capacity"])
     p.add_argument("--reps", type=int, default=5)
     a = p.parse_args()
     globals()[a.figure](a.reps)

@@ -51,11 +51,7 @@ Trainer::Trainer(const Options& o, ParallelGroups& groups, const TokenData& data
       step_start_(o.seed) {
   groups.use_memory(k);
   sync_.reduce_in_bf16(o.grad_dtype == "bf16");
-  {
-    std::vector<float> mine(params_.size());
-    fill([&](int id, float* piece) { init_tensor(layout_, id, o.seed, piece); }, mine.data(), sharded());
-    k.upload(params_.data(), mine.data(), params_.bytes());
-  }
+  fill([&](int id, float* piece) { init_tensor(layout_, id, o.seed, piece); }, params_, sharded());
   if (sharded()) {
     auto w = std::make_unique<ShardedParams>(groups.dp(), layout_, params_.data(), k, o.prefetch, clock_);
     sharded_ = w.get();
@@ -106,6 +102,13 @@ void Trainer::fill(const PieceOf& piece_of, float* out, bool sharded) const {
     else
       std::copy(bucket.begin(), bucket.end(), out + b.offset);
   }
+}
+
+void Trainer::fill(const PieceOf& piece_of, Buffer<float>& out, bool sharded) const {
+  if (!k_.stream()) return fill(piece_of, out.data(), sharded);  // host memory
+  std::vector<float> host(out.size());
+  fill(piece_of, host.data(), sharded);
+  k_.upload(out.data(), host.data(), out.bytes());
 }
 
 uint64_t Trainer::checksum(const std::function<bool(const TensorInfo&)>& which) {

@@ -94,6 +94,9 @@ class Trainer {
   // A bucket at a time: a shard is filled without the whole buffer.
   using PieceOf = std::function<void(int, float*)>;
   void fill(const PieceOf& piece_of, float* out, bool sharded) const;
+  // The same into a buffer in the kernels' memory (on the host in place, so that no second
+  // copy of it exists even for a moment).
+  void fill(const PieceOf& piece_of, Buffer<float>& out, bool sharded) const;
   // piece_of from a canonical section (read(first, n, out): n floats from canonical index
   // `first`, as a checkpoint holds them).
   PieceOf pieces_of(const std::function<void(size_t, size_t, float*)>& read) const;

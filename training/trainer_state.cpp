@@ -169,16 +169,10 @@ void Trainer::load(const CheckpointReader& r) {
   auto section = [&](Section s) {
     return [&r, s](size_t first, size_t n, float* out) { r.read(s, first, n, out); };
   };
-  std::vector<float> mine(params_.size());
-  fill(pieces_of(section(Section::params)), mine.data(), sharded());
-  k_.upload(params_.data(), mine.data(), params_.bytes());
+  fill(pieces_of(section(Section::params)), params_, sharded());
   // The moments this rank's optimizer keeps: all, or its ZeRO slices.
-  for (Section s : {Section::adam_m, Section::adam_v}) {
-    Buffer<float>& state = s == Section::adam_m ? opt_.m() : opt_.v();
-    std::vector<float> host(state.size());
-    fill(pieces_of(section(s)), host.data(), o_.zero > 0);
-    k_.upload(state.data(), host.data(), state.bytes());
-  }
+  fill(pieces_of(section(Section::adam_m)), opt_.m(), o_.zero > 0);
+  fill(pieces_of(section(Section::adam_v)), opt_.v(), o_.zero > 0);
   step_ = static_cast<int>(h.step);
   sampler_.restore(h.data_rng, h.batches_drawn);
 }
