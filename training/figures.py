@@ -322,12 +322,13 @@ def capacity(reps):
             return (r["model states"] + r["activations"] + r["recomputation"]) * 1e6, r["psi"]
         small = train(4, ["--layers", "1"] + fixed + flags)
         own = float(re.search(r"peak RSS rank 0: ([\d.]+) MB", small).group(1)) * 1e6 - allocated(1)[0]
-        lo, hi = 1, 2
-        while allocated(hi)[0] + own <= budget:
-            lo, hi = hi, hi * 2
-        while hi - lo > 1:  # allocated(lo) fits, allocated(hi) does not
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if allocated(mid)[0] + own <= budget else (lo, mid)
+        # What a run allocates grows by the same bytes per layer (states, kept activations);
+        # the buffers (gathered groups, staging, the recomputed block) stay: a line through
+        # 4 and 8 layers, then the largest count under it that the report confirms.
+        a4, a8 = allocated(4)[0], allocated(8)[0]
+        lo = 4 + int((budget - own - a4) / ((a8 - a4) / 4))
+        while allocated(lo)[0] + own > budget:
+            lo -= 1
         need, psi = allocated(lo)
         out = train(4, ["--layers", str(lo)] + fixed + flags)
         rss = float(re.search(r"peak RSS rank 0: ([\d.]+) MB", out).group(1))

@@ -1,4 +1,4 @@
-// Data-parallel gradient synchronisation, overlapped with backward, for the three modes:
+// Data-parallel gradient synchronisation, overlapped with backward, for the four modes:
 //
 //   zero 0  every rank keeps the whole gradient; each bucket is all-reduced (avg) as soon
 //           as backward has finished it; every rank then updates every parameter.

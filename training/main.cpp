@@ -252,7 +252,7 @@ int run(int argc, char** argv) {
         o.batch, o.dp, o.batch / o.dp, o.batch * o.model.ctx, o.zero, o.grad_dtype.c_str(), threads);
     if (o.zero == 3 || o.recompute)
       std::printf("%s%s%s\n",
-                  o.zero == 3 ? ("zero 3: parameters sharded over the " + std::to_string(o.dp) +
+                  o.zero == 3 ? ("zero 3: parameters sharded over the " + std::to_string(groups->size(st::kDp)) +
                                  " data-parallel ranks, each layer group all-gathered when used, " +
                                  std::to_string(o.prefetch) + " ahead (--prefetch)")
                                     .c_str()

@@ -112,15 +112,16 @@ void Trainer::fill(const PieceOf& piece_of, Buffer<float>& out, bool sharded) co
 }
 
 uint64_t Trainer::checksum(const std::function<bool(const TensorInfo&)>& which) {
-  const std::vector<float> mine = params_.to_host();
+  std::vector<float> copy;  // on a device; host memory is read where it is
+  const float* mine = k_.stream() ? (copy = params_.to_host()).data() : params_.data();
   Group& dp = groups_.dp();
   std::vector<float> bucket;
   uint64_t h = fnv1a(nullptr, 0);
   for (const Bucket& b : layout_.buckets()) {
-    const float* p = mine.data() + b.offset;  // == b.shard_offset with one shard
+    const float* p = mine + b.offset;  // == b.shard_offset with one shard
     if (sharded() && layout_.shards() > 1) {  // one shard is the flat buffer
       bucket.resize(b.padded);
-      dp.all_gather(mine.data() + b.shard_offset, bucket.data(), layout_.slice(b)).wait();
+      dp.all_gather(mine + b.shard_offset, bucket.data(), layout_.slice(b)).wait();
       p = bucket.data();
     }
     for (int id = b.first_tensor; id < b.end_tensor; ++id) {
