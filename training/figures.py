@@ -244,30 +244,38 @@ def report(out):
     return rows
 
 
-def step_split(out):
-    """compute, comm, idle, gather ms per step from step 2 (rank 0's summary)."""
-    m = re.search(r"per step from step \d+: compute ([\d.]+), comm ([\d.]+), idle ([\d.]+)(?:, gather ([\d.]+))? ms", out)
-    return [float(x) if x else 0.0 for x in m.groups()]
+def step_ms(out):
+    """Rank 0's median step time in ms, and its median exposed gather, over steps 2 on."""
+    ms, gather = [], []
+    for m in re.finditer(r"^\[0\] step +(\d+)/\d+ \|.*?\| +([\d.]+) ms(?: \(.*?(?:gather ([\d.]+))?\))?", out, re.M):
+        if int(m.group(1)) >= 2:
+            ms.append(float(m.group(2)))
+            gather.append(float(m.group(3) or 0))
+    return statistics.median(ms), statistics.median(gather)
 
 
 def zero(reps):
     steps = 6
     tokens = 16 * 64
-    print(f"dp 4 on 4 local ranks, 8 layers x 512 (8 heads, ctx 64), global batch 16 x 64, {steps} steps, timed from "
-          f"step 2; {reps} rounds over all modes; load average at start {load()}", flush=True)
-    mem, ms, ratio = {}, {n: [] for n, _ in ZERO_CASES}, {n: [] for n, _ in ZERO_CASES}
-    gather = {n: [] for n, _ in ZERO_CASES}
-    for _ in range(reps):  # rounds, so that every mode sees the machine's load alike
-        round_ms = {}
-        for name, flags in ZERO_CASES:
-            out = train(4, ["--layers", "8"] + ZERO_MODEL + ["--steps", str(steps), "--log-every", "100"] + flags.split())
-            mem[name] = report(out)
-            parts = step_split(out)
-            round_ms[name] = sum(parts)
-            ms[name].append(sum(parts))
-            gather[name].append(parts[3])
-        for name, _ in ZERO_CASES:  # tok/s against zero 2's in the same round
-            ratio[name].append(round_ms["zero 2"] / round_ms[name])
+    print(f"dp 4 on 4 local ranks, 8 layers x 512 (8 heads, ctx 64), global batch 16 x 64, {steps} steps; each mode "
+          f"run in turn with ZeRO-2, {reps} pairs, each run's median step from step 2; load average at start {load()}",
+          flush=True)
+    run = lambda flags: train(4, ["--layers", "8"] + ZERO_MODEL + ["--steps", str(steps), "--log-every", "1"] + flags.split())
+    mem, ms, ratio, gather = {}, {}, {}, {}
+    for name, flags in ZERO_CASES:
+        if name == "zero 2":
+            continue
+        ms[name], ratio[name], gather[name] = [], [], []
+        for _ in range(reps):  # pairs: the mode, then ZeRO-2 right after it
+            out, base = run(flags), run("--zero 2")
+            mem[name], mem["zero 2"] = report(out), report(base)
+            (t, g), (t2, _) = step_ms(out), step_ms(base)
+            ms[name].append(t)
+            gather[name].append(g)
+            ms.setdefault("zero 2", []).append(t2)
+            ratio[name].append(t2 / t)
+        print(f"{name}: tok/s against ZeRO-2's " + ", ".join(f"{x:.2f}" for x in ratio[name]) + f" (load {load()})",
+              flush=True)
     base = mem["zero 0"]["model states"]
     print(f"\nmemory per rank (rank 0's report, MB; Ψ = {mem['zero 0']['psi']:,})")
     print("| mode | parameters | gradients | Adam m, v | model states | ZeRO formula | states / zero 0 | activations "
@@ -278,14 +286,14 @@ def zero(reps):
         print(f"| {name} | {r['parameters']:.2f} | {r['gradients']:.2f} | {r['Adam moments m, v']:.2f} | "
               f"{r['model states']:.2f} | {r['formula']} = {r['formula MB']:.2f} | {r['model states'] / base:.3f} | "
               f"{r['activations']:.2f} | {r['recomputation']:.2f} |")
-    print("\ntime per step (sum of compute, comm, idle and gather from step 2; median of the rounds)")
-    print("| mode | ms/step | tok/s | tok/s / zero 2's (median of per-round ratios; all) | exposed gather ms |")
+    print("\ntime per step (rank 0's median step from step 2, median of the runs)")
+    print("| mode | ms/step | tok/s | tok/s / ZeRO-2's (median of the pairs; all) | exposed gather ms |")
     print("|---|---|---|---|---|")
     for name, _ in ZERO_CASES:
         m = statistics.median(ms[name])
-        rs = ", ".join(f"{x:.2f}" for x in ratio[name])
-        print(f"| {name} | {m:.0f} | {tokens / m * 1e3:.0f} | {statistics.median(ratio[name]):.2f} ({rs}) | "
-              f"{statistics.median(gather[name]):.0f} |")
+        r = f"{statistics.median(ratio[name]):.2f} ({', '.join(f'{x:.2f}' for x in ratio[name])})" if name in ratio else "1"
+        g = f"{statistics.median(gather[name]):.0f}" if name in gather else "0"
+        print(f"| {name} | {m:.0f} | {tokens / m * 1e3:.0f} | {r} | {g} |")
     print(f"load average at the end {load()}")
 
 
