@@ -18,6 +18,7 @@ the median reported (5 by default); the machine's load is printed with it.
 import argparse
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -28,12 +29,18 @@ RUN = os.path.join(ROOT, "build/bin/strata-run")
 DATA = os.path.join(ROOT, "data/tinyshakespeare.txt")
 
 
+CPU_S = [0.0]  # CPU seconds (user + system) of the last train(): strata-run and its ranks
+
+
 def train(ranks, args, hosts=0, link_rate=None):
     cmd = [RUN, "-n", str(ranks)]
     if hosts:
         cmd += ["--hosts", str(hosts)] + (["--link-rate", link_rate] if link_rate else [])
     cmd += ["--", TRAIN, "--data", DATA, "--eval-batches", "0", "--sample-len", "0", "--threads", "1"] + args
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU_S[0] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     if out.returncode != 0:
         sys.exit("failed: " + " ".join(cmd) + "\n" + out.stdout[-3000:] + out.stderr[-3000:])
     return out.stdout
@@ -261,21 +268,27 @@ def zero(reps):
           f"run in turn with ZeRO-2, {reps} pairs, each run's median step from step 2; load average at start {load()}",
           flush=True)
     run = lambda flags: train(4, ["--layers", "8"] + ZERO_MODEL + ["--steps", str(steps), "--log-every", "1"] + flags.split())
-    mem, ms, ratio, gather = {}, {}, {}, {}
+    mem, ms, ratio, gather, cpu, cpu_ratio = {}, {}, {}, {}, {}, {}
     for name, flags in ZERO_CASES:
         if name == "zero 2":
             continue
-        ms[name], ratio[name], gather[name] = [], [], []
+        ms[name], ratio[name], gather[name], cpu[name], cpu_ratio[name] = [], [], [], [], []
         for _ in range(reps):  # pairs: the mode, then ZeRO-2 right after it
-            out, base = run(flags), run("--zero 2")
+            out = run(flags)
+            c = CPU_S[0]
+            base = run("--zero 2")
+            c2 = CPU_S[0]
             mem[name], mem["zero 2"] = report(out), report(base)
             (t, g), (t2, _) = step_ms(out), step_ms(base)
             ms[name].append(t)
             gather[name].append(g)
+            cpu[name].append(c)
             ms.setdefault("zero 2", []).append(t2)
+            cpu.setdefault("zero 2", []).append(c2)
             ratio[name].append(t2 / t)
-        print(f"{name}: tok/s against ZeRO-2's " + ", ".join(f"{x:.2f}" for x in ratio[name]) + f" (load {load()})",
-              flush=True)
+            cpu_ratio[name].append(c / c2)
+        print(f"{name}: tok/s against ZeRO-2's " + ", ".join(f"{x:.2f}" for x in ratio[name]) + "; CPU seconds against "
+              "ZeRO-2's " + ", ".join(f"{x:.2f}" for x in cpu_ratio[name]) + f" (load {load()})", flush=True)
     base = mem["zero 0"]["model states"]
     print(f"\nmemory per rank (rank 0's report, MB; Ψ = {mem['zero 0']['psi']:,})")
     print("| mode | parameters | gradients | Adam m, v | model states | ZeRO formula | states / zero 0 | activations "
@@ -286,14 +299,19 @@ def zero(reps):
         print(f"| {name} | {r['parameters']:.2f} | {r['gradients']:.2f} | {r['Adam moments m, v']:.2f} | "
               f"{r['model states']:.2f} | {r['formula']} = {r['formula MB']:.2f} | {r['model states'] / base:.3f} | "
               f"{r['activations']:.2f} | {r['recomputation']:.2f} |")
-    print("\ntime per step (rank 0's median step from step 2, median of the runs)")
-    print("| mode | ms/step | tok/s | tok/s / ZeRO-2's (median of the pairs; all) | exposed gather ms |")
-    print("|---|---|---|---|---|")
+    print("\ntime per step (rank 0's median step from step 2, median of the runs), and the CPU seconds of a whole run "
+          "(4 ranks and strata-run, start-up included: the 4 ranks keep the 2 cores busy, so this is the work a step "
+          "costs, whatever else the machine runs)")
+    print("| mode | ms/step | tok/s | tok/s / ZeRO-2's (median of the pairs; all) | exposed gather ms | CPU s per run "
+          "| CPU / ZeRO-2's (median of the pairs; all) |")
+    print("|---|---|---|---|---|---|---|")
+    ratios = lambda r: f"{statistics.median(r):.2f} ({', '.join(f'{x:.2f}' for x in r)})"
     for name, _ in ZERO_CASES:
         m = statistics.median(ms[name])
-        r = f"{statistics.median(ratio[name]):.2f} ({', '.join(f'{x:.2f}' for x in ratio[name])})" if name in ratio else "1"
+        r = ratios(ratio[name]) if name in ratio else "1"
+        c = ratios(cpu_ratio[name]) if name in cpu_ratio else "1"
         g = f"{statistics.median(gather[name]):.0f}" if name in gather else "0"
-        print(f"| {name} | {m:.0f} | {tokens / m * 1e3:.0f} | {r} | {g} |")
+        print(f"| {name} | {m:.0f} | {tokens / m * 1e3:.0f} | {r} | {g} | {statistics.median(cpu[name]):.0f} | {c} |")
     print(f"load average at the end {load()}")
 
 
