@@ -9,6 +9,7 @@
                                   the loss curve beside an uninterrupted run (docs/benchmarks/islands.png)
     training/figures.py zero      dp 4, 8 layers x 512: memory per rank for ZeRO 0-3 and --recompute block
                                   against the formulas, and tokens/s of each relative to ZeRO-2
+    training/figures.py recompute one process, 8 layers x 512: a step with --recompute block against one without
     training/figures.py capacity  the most layers (at width 512, dp 4) that train in 2 GB per rank, with
                                   ZeRO-0 and with ZeRO-3 + --recompute block, checked by a run's peak RSS
 
@@ -315,6 +316,33 @@ def zero(reps):
     print(f"load average at the end {load()}")
 
 
+def recompute(reps):
+    """One process (a dp 4 rank's share of the batch, no communication): the cost of recomputing alone."""
+    steps = 8
+    args = ["--layers", "8", "--heads", "8", "--dim", "512", "--ctx", "64", "--batch", "4", "--steps", str(steps),
+            "--log-every", "1", "--eval-batches", "0", "--sample-len", "0", "--threads", "1", "--data", DATA]
+    print(f"one process, 8 layers x 512 (8 heads, ctx 64), batch 4 x 64, 1 BLAS thread, {steps} steps; --recompute "
+          f"block and none in turn, {reps} pairs, each run's median step from step 2; load average at start {load()}",
+          flush=True)
+    ratios, none_ms, block_ms = [], [], []
+    for _ in range(reps):
+        ms = []
+        for flag in ["block", "none"]:
+            out = subprocess.run([TRAIN] + args + ["--recompute", flag], capture_output=True, text=True, timeout=900)
+            steps_ms = [float(m.group(2)) for m in re.finditer(r"^step +(\d+)/\d+ \|.*?\| +([\d.]+) ms", out.stdout, re.M)
+                        if int(m.group(1)) >= 2]
+            ms.append(statistics.median(steps_ms))
+        block_ms.append(ms[0])
+        none_ms.append(ms[1])
+        ratios.append(ms[0] / ms[1])
+    print(f"| recompute | ms/step (median of runs) | step / none's (median of the pairs; all) |")
+    print("|---|---|---|")
+    print(f"| none | {statistics.median(none_ms):.0f} | 1 |")
+    print(f"| block | {statistics.median(block_ms):.0f} | {statistics.median(ratios):.2f} "
+          f"({', '.join(f'{x:.2f}' for x in ratios)}) |")
+    print(f"load average at the end {load()}")
+
+
 def startup_report(args):
     """The memory report of a 4-rank run, read as it starts; the run is then stopped (no step runs)."""
     cmd = [RUN, "-n", "4", "--", TRAIN, "--data", DATA, "--eval-batches", "0", "--sample-len", "0"] + args
@@ -365,7 +393,8 @@ def capacity(reps):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("figure", choices=["bubble", "memory", "traffic", "cluster", "islands", "zero", "capacity"])
+    p.add_argument("figure", choices=["bubble", "memory", "traffic", "cluster", "islands", "zero", "recompute",
+                                      "capacity"])
     p.add_argument("--reps", type=int, default=5)
     a = p.parse_args()
     globals()[a.figure](a.reps)
