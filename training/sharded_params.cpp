@@ -69,6 +69,20 @@ ShardedParams::~ShardedParams() {
 
 void ShardedParams::plan(WeightUses uses) {
   if (!open_.empty()) throw std::logic_error("ZeRO-3: a new plan while a pass has groups open");
+  // A pass ends with nothing gathered; one a failure interrupted may leave groups gathered
+  // ahead (stale once the shard changes): they go, their gathers waited out first.
+  for (size_t g = 0; g < slot_of_.size(); ++g) {
+    if (slot_of_[g] < 0) continue;
+    for (strata::Request& r : slots_[slot_of_[g]].pending) {
+      try {
+        r.wait();
+      } catch (const std::exception&) {  // the failure that interrupted the pass
+      }
+    }
+    slots_[slot_of_[g]].pending.clear();
+    free_.push_back(slot_of_[g]);
+    slot_of_[g] = -1;
+  }
   std::vector<size_t> floats;
   for (int g = 0; g < layer_groups(layout_.config()); ++g) floats.push_back(layout_.group_span(g).padded);
   for (const auto& [size, need] : buffers_needed(uses, prefetch_, floats)) {

@@ -44,8 +44,8 @@ class ShardedParams final : public Weights {
   ShardedParams& operator=(const ShardedParams&) = delete;
 
   // The sets the next passes open, in order (the pool grows here to what they need at
-  // once, so that nothing is allocated while gathers run). Throws std::logic_error when a
-  // pass of the last plan is still open.
+  // once, so that nothing is allocated while gathers run), from nothing gathered. Throws
+  // std::logic_error when a pass of the last plan is still open.
   void plan(WeightUses uses);
   // Throws std::logic_error when `groups` is not the plan's next set.
   void open(const std::vector<int>& groups) override;

@@ -363,6 +363,26 @@ TEST(ShardedParams, PlanGathersAheadAndKeepsOnlyWhatTheNextSetUses) {
   EXPECT_EQ(st::ShardedParams::buffers_needed(uses, 2, floats), (Need{{5, 1}, {30, 1}, {100, 2}}));
 }
 
+// A pass a failure interrupted leaves a group gathered ahead; the next plan gathers it
+// again (from the shard as it is now), not the stale copy.
+TEST(ShardedParams, ANewPlanStartsFromNothingGathered) {
+  st::ParamLayout l(kOdd, 1, 1500, true);
+  std::vector<float> params(l.padded_size());
+  st::init_params(l, params.data(), 3);
+  st::Group one;
+  st::StepClock clock;
+  st::ShardedParams w(one, l, params.data(), st::cpu_kernels(), 1, clock);
+  const int qkv = st::tensor_layer(0, st::kQkvW);  // group 1
+  w.plan({{0}, {1}});
+  w.open({0});  // gathers group 1 ahead
+  w.close();
+  params[l.tensor(qkv).offset] = 42.0f;  // the optimizer's step
+  w.plan({{1}});
+  w.open({1});
+  EXPECT_EQ(w.tensor(qkv)[0], 42.0f);
+  w.close();
+}
+
 // Opening out of the plan, or reading a group that is not open, is a bug caught at once.
 TEST(ShardedParams, RefusesWhatThePlanDoesNotSay) {
   st::ParamLayout l(kOdd, 1, 1500, true);
