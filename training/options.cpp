@@ -204,7 +204,7 @@ const std::vector<Flag>& flags() {
       {"on-failure", "WHAT",
        "stop, or shrink: when a rank dies, the others go on with the same global batch, from their state "
        "(data parallel, --zero 0) or from the last checkpoint on the largest layout that fits them (--tp, --pp, "
-       "--zero 1/2; needs --save); or continue (DiLoCo): an island that loses a rank stops, the others go on "
+       "--zero 1/2/3; needs --save); or continue (DiLoCo): an island that loses a rank stops, the others go on "
        "(default stop)",
        [](Options& o, const std::string& v) {
          if (v != "stop" && v != "shrink" && v != "continue")
