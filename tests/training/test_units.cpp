@@ -363,15 +363,20 @@ TEST(ShardedParams, PlanGathersAheadAndKeepsOnlyWhatTheNextSetUses) {
   EXPECT_EQ(st::ShardedParams::buffers_needed(uses, 2, floats), (Need{{5, 1}, {30, 1}, {100, 2}}));
 }
 
-// A pass a failure interrupted leaves a group gathered ahead; the next plan gathers it
-// again (from the shard as it is now), not the stale copy.
-TEST(ShardedParams, ANewPlanStartsFromNothingGathered) {
-  st::ParamLayout l(kOdd, 1, 1500, true);
-  std::vector<float> params(l.padded_size());
-  st::init_params(l, params.data(), 3);
+// One rank's ZeRO-3 parameters (its shard is the whole buffer), prefetching one set ahead.
+class OneRankSharded : public ::testing::Test {
+ protected:
+  OneRankSharded() { st::init_params(l, params.data(), 3); }
+  st::ParamLayout l{kOdd, 1, 1500, true};
+  std::vector<float> params = std::vector<float>(l.padded_size());
   st::Group one;
   st::StepClock clock;
-  st::ShardedParams w(one, l, params.data(), st::cpu_kernels(), 1, clock);
+  st::ShardedParams w{one, l, params.data(), st::cpu_kernels(), 1, clock};
+};
+
+// A pass a failure interrupted leaves a group gathered ahead; the next plan gathers it
+// again (from the shard as it is now), not the stale copy.
+TEST_F(OneRankSharded, ANewPlanStartsFromNothingGathered) {
   const int qkv = st::tensor_layer(0, st::kQkvW);  // group 1
   w.plan({{0}, {1}});
   w.open({0});  // gathers group 1 ahead
@@ -384,13 +389,7 @@ TEST(ShardedParams, ANewPlanStartsFromNothingGathered) {
 }
 
 // Opening out of the plan, or reading a group that is not open, is a bug caught at once.
-TEST(ShardedParams, RefusesWhatThePlanDoesNotSay) {
-  st::ParamLayout l(kOdd, 1, 1500, true);
-  std::vector<float> params(l.padded_size());
-  st::init_params(l, params.data(), 3);
-  st::Group one;
-  st::StepClock clock;
-  st::ShardedParams w(one, l, params.data(), st::cpu_kernels(), 1, clock);
+TEST_F(OneRankSharded, RefusesWhatThePlanDoesNotSay) {
   w.plan({{0}, {1}});
   EXPECT_THROW(w.open({1}), std::logic_error);
   w.open({0});
