@@ -71,6 +71,12 @@ TEST_P(Recompute, EqualsNoRecomputeBitForBit) {
 INSTANTIATE_TEST_SUITE_P(Layouts, Recompute,
                          ::testing::Values(Case{"serial", 0, ""}, Case{"tp2_sp", 2, "--tp 2 --sequence-parallel"},
                                            Case{"pp2_1f1b", 2, "--pp 2 --microbatches 4 --schedule 1f1b"},
+                                           // 2 blocks a chunk: a chunk's recompute buffer is one block's,
+                                           // so a chunk of one block would keep no less.
+                                           Case{"pp2_interleaved", 2,
+                                                "--pp 2 --microbatches 4 --schedule interleaved --virtual-stages 2 "
+                                                "--layers 8"},
+                                           Case{"diloco_2_islands", 2, "--dp 2 --diloco-h 5 --islands 2"},
                                            Case{"dp2_zero3", 2, "--dp 2 --zero 3"}),
                          [](const auto& info) { return info.param.name; });
 
