@@ -15,22 +15,26 @@ namespace {
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
 // The layer groups of the whole model -- the embeddings, each block, the final LayerNorm --
-// as the lengths of this rank's buffer they take, in buffer order (0 for a group held by
-// another pipeline stage; the last stage's copy of the tied embedding is in group 0 with
-// the first stage's). Padding belongs to the tensor held before it.
-std::vector<size_t> layer_segments(const ParamLayout& lay) {
+// as the lengths of this rank's parameter buffer they take, in buffer order (0 for a group
+// held by another pipeline stage; the last stage's copy of the tied embedding is in group 0
+// with the first stage's). Padding belongs to the tensor held before it. Under ZeRO-3 the
+// buffer is this rank's shard: each group's buckets' slices.
+std::vector<size_t> layer_segments(const Trainer& trainer) {
+  const ParamLayout& lay = trainer.layout();
   const ModelConfig& c = lay.config();
-  const int first_layer = tensor_layer(0, kLn1W), final_norm = tensor_lnf_w(c);
-  auto group_of = [&](int id) {
-    return id < first_layer ? 0 : id >= final_norm ? c.layers + 1 : 1 + (id - first_layer) / kTensorsPerLayer;
-  };
+  std::vector<size_t> segs(static_cast<size_t>(layer_groups(c)), 0);
+  if (trainer.sharded()) {
+    for (int g = 0; g < layer_groups(c); ++g)
+      for (int b = lay.group_span(g).first_bucket; b < lay.group_span(g).end_bucket; ++b)
+        segs[static_cast<size_t>(g)] += lay.slice(lay.buckets()[b]);
+    return segs;
+  }
   std::vector<int> held;  // in id order, which is buffer order
   for (int id = 0; id < tensor_count(c); ++id)
     if (lay.holds(id)) held.push_back(id);
-  std::vector<size_t> segs(static_cast<size_t>(c.layers) + 2, 0);
   for (size_t i = 0; i < held.size(); ++i) {
     const size_t end = i + 1 < held.size() ? lay.tensor(held[i + 1]).offset : lay.padded_size();
-    segs[static_cast<size_t>(group_of(held[i]))] += end - lay.tensor(held[i]).offset;
+    segs[static_cast<size_t>(layer_group(c, held[i]))] += end - lay.tensor(held[i]).offset;
   }
   return segs;
 }
@@ -127,8 +131,13 @@ Diloco::Diloco(const Options& o, strata::Comm job, Trainer& trainer, ParallelGro
       job_(job),
       started_as_(job.rank()),
       island_(island_of(o, job.rank(), job.size())),
-      shard_id_(groups.coord(kTp) + o.tp * groups.coord(kPp)) {
+      shard_id_(shard_id(o, groups)) {
   connect(trainer);
+}
+
+int Diloco::shard_id(const Options& o, ParallelGroups& groups) {
+  const int dp = o.zero == 3 ? groups.coord(kDp) : 0;  // ZeRO-3: each data-parallel rank its own shard
+  return groups.coord(kTp) + o.tp * (groups.coord(kPp) + o.pp * dp);
 }
 
 void Diloco::pull(Trainer& trainer) {
@@ -142,10 +151,9 @@ void Diloco::push(Trainer& trainer) {
 
 void Diloco::connect(Trainer& trainer) {
   shard_ = job_.split(shard_id_, started_as_);
-  if (trainer.kernels().stream()) staged_.assign(trainer.layout().padded_size(), 0.0f);
+  if (trainer.kernels().stream()) staged_.assign(trainer.param_count(), 0.0f);
   pull(trainer);
-  outer_ = strata::OuterSync(shard_, outer_params(trainer), trainer.layout().padded_size(), o_.outer,
-                             layer_segments(trainer.layout()));
+  outer_ = strata::OuterSync(shard_, outer_params(trainer), trainer.param_count(), o_.outer, layer_segments(trainer));
 }
 
 void Diloco::after_step(Trainer& trainer) {
@@ -157,7 +165,7 @@ void Diloco::after_step(Trainer& trainer) {
 }
 
 double Diloco::evaluate(Trainer& trainer) {
-  const size_t n = trainer.layout().padded_size();
+  const size_t n = trainer.param_count();
   float* params = outer_params(trainer);
   pull(trainer);
   std::vector<float> local(params, params + n);
@@ -172,24 +180,25 @@ double Diloco::evaluate(Trainer& trainer) {
 void Diloco::save(const std::string& dir, Trainer& trainer) {
   trainer.save(replica_dir(o_, dir, job_.rank(), job_.size()));
   const ParamLayout& lay = trainer.layout();
-  std::vector<float> snapshot(lay.padded_size()), momentum(lay.padded_size());
+  std::vector<float> snapshot(trainer.param_count()), momentum(trainer.param_count());
   between_islands([&] { outer_.save_state(snapshot.data(), momentum.data()); });
   // Every island holds the same outer state: island 0 gathers it, its rank 0 (the job's) writes.
   if (island_ == 0) {
     std::unique_ptr<CheckpointWriter> w;
     if (job_.rank() == 0) w = std::make_unique<CheckpointWriter>(dir, kOuterFile);
     for (const float* v : {snapshot.data(), momentum.data()})
-      trainer.gather_whole(v, false, [&](int id, const float* whole) { w->append(whole, lay.tensor(id).full_size); });
+      trainer.gather_whole(v, trainer.sharded(),
+                           [&](int id, const float* whole) { w->append(whole, lay.tensor(id).full_size); });
     if (w) w->commit(trainer.checkpoint_header());
   }
   between_islands([&] { job_.barrier(); });  // every island's file and outer.bin are in place
 }
 
 void Diloco::load(const CheckpointReader& outer, const Trainer& trainer) {
-  const size_t n = trainer.layout().padded_size();
-  std::vector<float> snapshot(n), momentum(n);
+  std::vector<float> snapshot(trainer.param_count()), momentum(trainer.param_count());
   for (auto [s, v] : {std::pair{OuterSection::snapshot, &snapshot}, std::pair{OuterSection::momentum, &momentum}})
-    trainer.read_pieces([&, s = s](size_t first, size_t k, float* out) { outer.read(s, first, k, out); }, v->data());
+    trainer.fill(trainer.pieces_of([&, s = s](size_t first, size_t k, float* out) { outer.read(s, first, k, out); }),
+                 v->data(), trainer.sharded());
   outer_.load_state(snapshot.data(), momentum.data(), static_cast<long long>(outer.header().step));
 }
 

@@ -143,6 +143,9 @@ class Diloco {
   Healing take_back(Options& o, Trainer& trainer, ParallelGroups& groups, int waiting);
 
  private:
+  // Which shard of the model this rank holds: its (tp, pp) position, and under ZeRO-3 its
+  // data-parallel rank too; the outer sync of a shard runs over its holders in every island.
+  static int shard_id(const Options& o, ParallelGroups& groups);
   // The outer sync over the ranks that hold this rank's shard in every island of job_.
   void connect(Trainer& trainer);
   // Collective over a grown job: the newcomers take a live island's kept state (each from
@@ -162,7 +165,7 @@ class Diloco {
   int started_as_;  // this rank in the job as it started: its key when the job shrinks or grows
   int island_;
   bool door_ = false;  // the islands left wait for replacements
-  int shard_id_;        // this rank's (tp, pp) position: tp + T * pp
+  int shard_id_;        // shard_id()
   strata::Comm shard_;  // the ranks that hold this rank's shard, island after island
   strata::OuterSync outer_;
   // The parameters the outer sync reads and writes: the trainer's on the host; on a device

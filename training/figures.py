@@ -7,6 +7,11 @@
     training/figures.py cluster   tokens/s on an emulated 2-host cluster at 1 Gbit/s (root)
     training/figures.py islands   DiLoCo with --on-failure continue: an island killed, then replaced;
                                   the loss curve beside an uninterrupted run (docs/benchmarks/islands.png)
+    training/figures.py zero      dp 4, 8 layers x 512: memory per rank for ZeRO 0-3 and --recompute block
+                                  against the formulas, and tokens/s of each relative to ZeRO-2
+    training/figures.py recompute one process, 8 layers x 512: a step with --recompute block against one without
+    training/figures.py capacity  the most layers (at width 512, dp 4) that train in 2 GB per rank, with
+                                  ZeRO-0 and with ZeRO-3 + --recompute block, checked by a run's peak RSS
 
 Run from the repository root after tools/build. Each measurement is repeated (--reps) and
 the median reported (5 by default); the machine's load is printed with it.
@@ -14,6 +19,7 @@ the median reported (5 by default); the machine's load is printed with it.
 import argparse
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -24,12 +30,18 @@ RUN = os.path.join(ROOT, "build/bin/strata-run")
 DATA = os.path.join(ROOT, "data/tinyshakespeare.txt")
 
 
+CPU_S = [0.0]  # CPU seconds (user + system) of the last train(): strata-run and its ranks
+
+
 def train(ranks, args, hosts=0, link_rate=None):
     cmd = [RUN, "-n", str(ranks)]
     if hosts:
         cmd += ["--hosts", str(hosts)] + (["--link-rate", link_rate] if link_rate else [])
     cmd += ["--", TRAIN, "--data", DATA, "--eval-batches", "0", "--sample-len", "0", "--threads", "1"] + args
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU_S[0] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     if out.returncode != 0:
         sys.exit("failed: " + " ".join(cmd) + "\n" + out.stdout[-3000:] + out.stderr[-3000:])
     return out.stdout
@@ -221,9 +233,168 @@ def islands(reps):
           f"final validation {med(3):.4f} against uninterrupted {ref_val[steps]:.4f}; load average at the end {load()}")
 
 
+ZERO_MODEL = ["--heads", "8", "--dim", "512", "--ctx", "64", "--batch", "16", "--threads", "1"]
+ZERO_CASES = [("zero 0", "--zero 0"), ("zero 1", "--zero 1"), ("zero 2", "--zero 2"), ("zero 3", "--zero 3"),
+              ("zero 3, --prefetch 0", "--zero 3 --prefetch 0"), ("zero 2, --recompute block", "--zero 2 --recompute block"),
+              ("zero 3, --recompute block", "--zero 3 --recompute block")]
+REPORT_ROWS = ["parameters", "gradients", "Adam moments m, v", "model states", "activations", "recomputation"]
+
+
+def report(out):
+    """Rank 0's memory report: MB per row, the model states' ZeRO formula and its MB, and Ψ."""
+    rows = {}
+    for name in REPORT_ROWS:
+        m = re.search(r"\[0\]   " + re.escape(name) + r" +([\d.]+) MB", out)
+        rows[name] = float(m.group(1)) if m else 0.0
+    m = re.search(r"model states +[\d.]+ MB \| (\S+) += +([\d.]+) MB", out)
+    rows["formula"], rows["formula MB"] = m.group(1), float(m.group(2))
+    rows["psi"] = int(re.search(r"Ψ = (\d+) parameters", out).group(1))
+    return rows
+
+
+def step_ms(out):
+    """Rank 0's median step time in ms, and its median exposed gather, over steps 2 on."""
+    ms, gather = [], []
+    for m in re.finditer(r"^\[0\] step +(\d+)/\d+ \|.*?\| +([\d.]+) ms(?: \(.*?(?:gather ([\d.]+))?\))?", out, re.M):
+        if int(m.group(1)) >= 2:
+            ms.append(float(m.group(2)))
+            gather.append(float(m.group(3) or 0))
+    return statistics.median(ms), statistics.median(gather)
+
+
+def zero(reps):
+    steps = 6
+    tokens = 16 * 64
+    print(f"dp 4 on 4 local ranks, 8 layers x 512 (8 heads, ctx 64), global batch 16 x 64, {steps} steps; each mode "
+          f"run in turn with ZeRO-2, {reps} pairs, each run's median step from step 2; load average at start {load()}",
+          flush=True)
+    run = lambda flags: train(4, ["--layers", "8"] + ZERO_MODEL + ["--steps", str(steps), "--log-every", "1"] + flags.split())
+    mem, ms, ratio, gather, cpu, cpu_ratio = {}, {}, {}, {}, {}, {}
+    for name, flags in ZERO_CASES:
+        if name == "zero 2":
+            continue
+        ms[name], ratio[name], gather[name], cpu[name], cpu_ratio[name] = [], [], [], [], []
+        for _ in range(reps):  # pairs: the mode, then ZeRO-2 right after it
+            out = run(flags)
+            c = CPU_S[0]
+            base = run("--zero 2")
+            c2 = CPU_S[0]
+            mem[name], mem["zero 2"] = report(out), report(base)
+            (t, g), (t2, _) = step_ms(out), step_ms(base)
+            ms[name].append(t)
+            gather[name].append(g)
+            cpu[name].append(c)
+            ms.setdefault("zero 2", []).append(t2)
+            cpu.setdefault("zero 2", []).append(c2)
+            ratio[name].append(t2 / t)
+            cpu_ratio[name].append(c / c2)
+        print(f"{name}: tok/s against ZeRO-2's " + ", ".join(f"{x:.2f}" for x in ratio[name]) + "; CPU seconds against "
+              "ZeRO-2's " + ", ".join(f"{x:.2f}" for x in cpu_ratio[name]) + f" (load {load()})", flush=True)
+    base = mem["zero 0"]["model states"]
+    print(f"\nmemory per rank (rank 0's report, MB; Ψ = {mem['zero 0']['psi']:,})")
+    print("| mode | parameters | gradients | Adam m, v | model states | ZeRO formula | states / zero 0 | activations "
+          "per microbatch | recompute buffer |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, _ in ZERO_CASES:
+        r = mem[name]
+        print(f"| {name} | {r['parameters']:.2f} | {r['gradients']:.2f} | {r['Adam moments m, v']:.2f} | "
+              f"{r['model states']:.2f} | {r['formula']} = {r['formula MB']:.2f} | {r['model states'] / base:.3f} | "
+              f"{r['activations']:.2f} | {r['recomputation']:.2f} |")
+    print("\ntime per step (rank 0's median step from step 2, median of the runs), and the CPU seconds of a whole run "
+          "(4 ranks and strata-run, start-up included: the 4 ranks keep the 2 cores busy, so this is the work a step "
+          "costs, whatever else the machine runs)")
+    print("| mode | ms/step | tok/s | tok/s / ZeRO-2's (median of the pairs; all) | exposed gather ms | CPU s per run "
+          "| CPU / ZeRO-2's (median of the pairs; all) |")
+    print("|---|---|---|---|---|---|---|")
+    ratios = lambda r: f"{statistics.median(r):.2f} ({', '.join(f'{x:.2f}' for x in r)})"
+    for name, _ in ZERO_CASES:
+        m = statistics.median(ms[name])
+        r = ratios(ratio[name]) if name in ratio else "1"
+        c = ratios(cpu_ratio[name]) if name in cpu_ratio else "1"
+        g = f"{statistics.median(gather[name]):.0f}" if name in gather else "0"
+        print(f"| {name} | {m:.0f} | {tokens / m * 1e3:.0f} | {r} | {g} | {statistics.median(cpu[name]):.0f} | {c} |")
+    print(f"load average at the end {load()}")
+
+
+def recompute(reps):
+    """One process (a dp 4 rank's share of the batch, no communication): the cost of recomputing alone."""
+    steps = 8
+    args = ["--layers", "8", "--heads", "8", "--dim", "512", "--ctx", "64", "--batch", "4", "--steps", str(steps),
+            "--log-every", "1", "--eval-batches", "0", "--sample-len", "0", "--threads", "1", "--data", DATA]
+    print(f"one process, 8 layers x 512 (8 heads, ctx 64), batch 4 x 64, 1 BLAS thread, {steps} steps; --recompute "
+          f"block and none in turn, {reps} pairs, each run's median step from step 2; load average at start {load()}",
+          flush=True)
+    ratios, none_ms, block_ms = [], [], []
+    for _ in range(reps):
+        ms = []
+        for flag in ["block", "none"]:
+            out = subprocess.run([TRAIN] + args + ["--recompute", flag], capture_output=True, text=True, timeout=900)
+            steps_ms = [float(m.group(2)) for m in re.finditer(r"^step +(\d+)/\d+ \|.*?\| +([\d.]+) ms", out.stdout, re.M)
+                        if int(m.group(1)) >= 2]
+            ms.append(statistics.median(steps_ms))
+        block_ms.append(ms[0])
+        none_ms.append(ms[1])
+        ratios.append(ms[0] / ms[1])
+    print(f"| recompute | ms/step (median of runs) | step / none's (median of the pairs; all) |")
+    print("|---|---|---|")
+    print(f"| none | {statistics.median(none_ms):.0f} | 1 |")
+    print(f"| block | {statistics.median(block_ms):.0f} | {statistics.median(ratios):.2f} "
+          f"({', '.join(f'{x:.2f}' for x in ratios)}) |")
+    print(f"load average at the end {load()}")
+
+
+def startup_report(args):
+    """The memory report of a 4-rank run, read as it starts; the run is then stopped (no step runs)."""
+    cmd = [RUN, "-n", "4", "--", TRAIN, "--data", DATA, "--eval-batches", "0", "--sample-len", "0"] + args
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    out = ""
+    for line in p.stdout:
+        out += line
+        if re.search(r"\[0\]   (activations|recomputation) ", line) and ("--recompute" not in args or "recomputation" in line):
+            break
+    os.killpg(p.pid, 15)
+    p.wait()
+    if "model states" not in out:
+        sys.exit("no memory report: " + " ".join(cmd) + "\n" + out[-3000:])
+    return report(out)
+
+
+def capacity(reps):
+    del reps  # one verifying run per mode
+    budget = 2e9
+    modes = [("zero 0", ["--zero", "0"]), ("zero 3, --recompute block", ["--zero", "3", "--recompute", "block"])]
+    fixed = ZERO_MODEL + ["--steps", "1", "--log-every", "1"]
+    print(f"dp 4 on 4 local ranks, width 512 (8 heads, ctx 64, global batch 16 x 64); the most layers whose allocated "
+          f"model states, activations and recompute buffer fit {budget / 1e9:.0f} GB per rank less the process's own "
+          f"memory (peak RSS of a 1-layer run less what it allocated), then one step of it run and its peak RSS read; "
+          f"load average at start {load()}", flush=True)
+    print("| mode | layers | parameters | allocated per rank (MB) | peak RSS rank 0 (MB) |")
+    print("|---|---|---|---|---|")
+    for name, flags in modes:
+        def allocated(layers):
+            r = startup_report(["--layers", str(layers)] + fixed + flags)
+            return (r["model states"] + r["activations"] + r["recomputation"]) * 1e6, r["psi"]
+        small = train(4, ["--layers", "1"] + fixed + flags)
+        own = float(re.search(r"peak RSS rank 0: ([\d.]+) MB", small).group(1)) * 1e6 - allocated(1)[0]
+        # What a run allocates grows by the same bytes per layer (states, kept activations);
+        # the buffers (gathered groups, staging, the recomputed block) stay: a line through
+        # 4 and 8 layers, then the largest count under it that the report confirms.
+        a4, a8 = allocated(4)[0], allocated(8)[0]
+        lo = 4 + int((budget - own - a4) / ((a8 - a4) / 4))
+        while allocated(lo)[0] + own > budget:
+            lo -= 1
+        need, psi = allocated(lo)
+        out = train(4, ["--layers", str(lo)] + fixed + flags)
+        rss = float(re.search(r"peak RSS rank 0: ([\d.]+) MB", out).group(1))
+        print(f"| {name} | {lo} | {psi / 1e6:.1f} M | {need / 1e6:.0f} (+ {own / 1e6:.0f} the process's own) | "
+              f"{rss:.0f} |", flush=True)
+    print(f"load average at the end {load()}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("figure", choices=["bubble", "memory", "traffic", "cluster", "islands"])
+    p.add_argument("figure", choices=["bubble", "memory", "traffic", "cluster", "islands", "zero", "recompute",
+                                      "capacity"])
     p.add_argument("--reps", type=int, default=5)
     a = p.parse_args()
     globals()[a.figure](a.reps)

@@ -9,10 +9,10 @@ namespace strata::train {
 
 GradSync::GradSync(Group& group, const ParamLayout& layout, int zero, const Kernels& k, int staging_buffers)
     : group_(&group), layout_(layout), zero_(zero), staging_target_(staging_buffers), k_(k) {
-  if (zero < 0 || zero > 2) throw std::invalid_argument("zero must be 0, 1 or 2");
+  if (zero < 0 || zero > 3) throw std::invalid_argument("zero must be 0, 1, 2 or 3");
   if (layout.shards() != group.size()) throw std::invalid_argument("layout shards != ranks");
-  segments_ = zero == 0 ? layout.all_segments() : layout.shard_segments(group.rank(), zero == 2);
-  if (zero == 2) {
+  segments_ = zero == 0 ? layout.all_segments() : layout.shard_segments(group.rank(), zero >= 2, zero == 3);
+  if (zero >= 2) {
     shard_ = Buffer<float>(k, layout.shard_size());
     for (int i = 0; i < staging_buffers; ++i) {
       pool_.emplace_back(k, layout.max_bucket());
@@ -47,14 +47,14 @@ void GradSync::rebind(Group& group) {
 
 void GradSync::begin_step() {
   if (!inflight_.empty()) throw std::logic_error("begin_step with reductions in flight");
-  if (zero_ != 2) k_.zero(full_.data(), full_.bytes());
+  if (zero_ < 2) k_.zero(full_.data(), full_.bytes());
   std::fill(staging_of_.begin(), staging_of_.end(), -1);
   next_bucket_ = static_cast<int>(layout_.buckets().size()) - 1;
 }
 
 float* GradSync::grad(int tensor) {
   const TensorInfo& t = layout_.tensor(tensor);
-  if (zero_ != 2) return full_.data() + t.offset;
+  if (zero_ < 2) return full_.data() + t.offset;
   int b = layout_.bucket_of(tensor);
   if (b > next_bucket_) throw std::logic_error("gradient requested after its bucket was sent");
   if (staging_of_[b] < 0) staging_of_[b] = acquire();
@@ -109,7 +109,7 @@ void GradSync::launch(int k) {
   const float* src = full_.data() + b.offset;
   float* dst = full_.data() + b.offset + (scatter ? r * n : 0);
   const size_t len = scatter ? n : b.real;
-  if (zero_ == 2) {
+  if (zero_ >= 2) {
     // A bucket backward never touched (not possible for this model, but cheap to allow)
     // still takes part: every rank must issue the same collectives.
     if (staging_of_[k] < 0) staging_of_[k] = acquire();
@@ -154,7 +154,7 @@ double GradSync::norm_squared(const Kernels& k) {
 }
 
 void GradSync::gather_params(float* params) {
-  if (zero_ == 0) return;
+  if (zero_ == 0 || zero_ == 3) return;
   std::vector<strata::Request> reqs;
   for (const Bucket& b : layout_.buckets())
     reqs.push_back(group_->all_gather(params + b.offset, layout_.slice(b)));

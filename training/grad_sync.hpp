@@ -1,4 +1,4 @@
-// Data-parallel gradient synchronisation, overlapped with backward, for the three modes:
+// Data-parallel gradient synchronisation, overlapped with backward, for the four modes:
 //
 //   zero 0  every rank keeps the whole gradient; each bucket is all-reduced (avg) as soon
 //           as backward has finished it; every rank then updates every parameter.
@@ -8,6 +8,8 @@
 //   zero 2  as zero 1, but backward writes each bucket into a staging buffer from a small
 //           pool; after its reduce-scatter only this rank's slice is kept, so the full
 //           gradient never exists at once.
+//   zero 3  the gradients as zero 2; the parameters are sharded too (sharded_params.hpp),
+//           so the optimizer updates this rank's shard and nothing is gathered after it.
 //
 // Buckets go out in the order backward completes them (last layer first); collectives
 // on a communicator run in issue order, so waiting on the oldest frees staging first.
@@ -52,14 +54,14 @@ class GradSync final : public GradSink {
 
   // The optimizer's view after finish(): its segments, and the gradient they index.
   const std::vector<Segment>& segments() const { return segments_; }
-  const float* grads() const { return zero_ == 2 ? shard_.data() : full_.data(); }
+  const float* grads() const { return zero_ >= 2 ? shard_.data() : full_.data(); }
   size_t state_size() const { return zero_ == 0 ? layout_.padded_size() : layout_.shard_size(); }
   // Sum of squares of the averaged gradient over the parameters this rank's data-parallel
   // group holds and counts (TensorInfo::counted; padding holds zeros): over all of them
   // (zero 1, 2: the group's slices summed), or this rank's copy (zero 0).
   double norm_squared(const Kernels& k);
   double global_norm(const Kernels& k) { return std::sqrt(norm_squared(k)); }
-  // zero >= 1: after the optimizer, every rank's updated slices go to every rank.
+  // zero 1, 2: after the optimizer, every rank's updated slices go to every rank.
   void gather_params(float* params);
 
   size_t grad_bytes() const;  // gradient memory held now

@@ -54,12 +54,13 @@ strata::Request Group::reduce_scatter(const void* send, void* recv, size_t n, Da
   return count(n * size_, comm_.reduce_scatter_async(send, recv, n, type, op), type);
 }
 
-strata::Request Group::all_gather(const float* send, float* recv, size_t n) {
+strata::Request Group::all_gather(const float* send, float* recv, size_t n, strata::device::Stream on) {
   if (!distributed()) {
     copy(recv, send, n);
     return {};
   }
   if (strata::device::Stream s = stream_for(recv)) {
+    if (on) s = on;
     count(n * size_, comm_.all_gather(send, recv, n, DataType::float32, s));
     return {};
   }

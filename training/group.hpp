@@ -66,8 +66,9 @@ class Group {
     return reduce_scatter(send, recv, n, strata::ReduceOp::avg);
   }
   // Every rank's n elements, in rank order, into recv (size()*n elements; in place when
-  // send == recv + rank*n).
-  strata::Request all_gather(const float* send, float* recv, size_t n);
+  // send == recv + rank*n). `on`: a stream of this group's device to order a device call
+  // on instead of the trainer's (ZeRO-3's gathers run on a stream of their own).
+  strata::Request all_gather(const float* send, float* recv, size_t n, strata::device::Stream on = nullptr);
   // In place: this rank's n elements at buf + rank*n go to every rank.
   strata::Request all_gather(float* buf, size_t n) { return all_gather(buf + rank_ * n, buf, n); }
   double all_reduce_sum(double x);

@@ -20,7 +20,7 @@
 namespace strata::train {
 
 void Diloco::keep(Trainer& trainer) {
-  const size_t n = trainer.layout().padded_size();
+  const size_t n = trainer.param_count();
   kept_snapshot_.resize(n);
   kept_momentum_.resize(n);
   between_islands([&] { outer_.save_state(kept_snapshot_.data(), kept_momentum_.data()); });

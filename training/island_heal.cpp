@@ -65,7 +65,7 @@ Diloco::Diloco(const Options& o, strata::Comm job, Trainer& trainer, ParallelGro
       job_(job),
       started_as_(welcome.started_as[static_cast<size_t>(job.rank())]),
       island_(island_of(o, job.rank(), job.size())),
-      shard_id_(groups.coord(kTp) + o.tp * groups.coord(kPp)) {
+      shard_id_(shard_id(o, groups)) {
   settle(trainer, groups, welcome);
   wait_for_replacements();  // as the others do after taking it back
 }

@@ -43,7 +43,7 @@ std::vector<ShardRun> shard_runs(const TensorInfo& t, int tp, int rank) {
 }
 
 ParamLayout::ParamLayout(const ModelConfig& cfg, const ModelPartition& part, int shards,
-                         size_t bucket_elems)
+                         size_t bucket_elems, bool group_buckets)
     : cfg_(cfg), part_(part), shards_(shards < 1 ? 1 : shards) {
   const int tp = part.tp;
   if (cfg.heads % tp) throw std::invalid_argument(must_divide("heads", cfg.heads, tp));
@@ -105,6 +105,12 @@ ParamLayout::ParamLayout(const ModelConfig& cfg, const ModelPartition& part, int
   cur.end_tensor = n;
   for (int t = n - 1; t >= lowest; --t) {
     if (!holds(t)) continue;
+    // group_buckets: a bucket ends where the next tensor down belongs to another group.
+    if (group_buckets && cur.real > 0 && layer_group(cfg, t) != layer_group(cfg, cur.first_tensor)) {
+      rev.push_back(cur);
+      cur = Bucket{};
+      cur.end_tensor = rev.back().first_tensor;
+    }
     cur.first_tensor = t;
     cur.real += tensors_[t].size;
     if (cur.real >= bucket_elems || t == lowest) {
@@ -132,6 +138,21 @@ ParamLayout::ParamLayout(const ModelConfig& cfg, const ModelPartition& part, int
     num_params_ += b.real;
   }
   padded_size_ = off;
+
+  spans_.assign(layer_groups(cfg), GroupSpan{});
+  for (size_t k = 0; k < buckets_.size(); ++k)
+    for (int t = buckets_[k].first_tensor; t < buckets_[k].end_tensor; ++t) {
+      if (!holds(t)) continue;
+      GroupSpan& g = spans_[layer_group(cfg, t)];
+      if (g.end_bucket == 0) g.first_bucket = static_cast<int>(k), g.offset = buckets_[k].offset;
+      g.end_bucket = static_cast<int>(k) + 1;
+      g.padded = buckets_[k].offset + buckets_[k].padded - g.offset;
+    }
+}
+
+void ParamLayout::flat_to_shard(int rank, const float* flat, float* shard) const {
+  for (const Bucket& b : buckets_)
+    std::memcpy(shard + b.shard_offset, flat + slice_offset(b, rank), slice(b) * sizeof(float));
 }
 
 void ParamLayout::whole_to_piece(int tensor, const float* whole, float* piece) const {
@@ -157,7 +178,7 @@ std::vector<Segment> ParamLayout::all_segments() const {
   return segs;
 }
 
-std::vector<Segment> ParamLayout::shard_segments(int rank, bool shard_grads) const {
+std::vector<Segment> ParamLayout::shard_segments(int rank, bool shard_grads, bool shard_params) const {
   std::vector<Segment> segs;
   for (const auto& b : buckets_) {
     size_t lo = slice_offset(b, rank), hi = lo + slice(b);
@@ -166,7 +187,7 @@ std::vector<Segment> ParamLayout::shard_segments(int rank, bool shard_grads) con
       size_t a = std::max(lo, t.offset), e = std::min(hi, t.offset + t.size);
       if (a >= e) continue;
       size_t state = b.shard_offset + (a - lo);
-      segs.push_back({a, shard_grads ? state : a, state, e - a, t.decay, t.counted});
+      segs.push_back({shard_params ? state : a, shard_grads ? state : a, state, e - a, t.decay, t.counted});
     }
   }
   return segs;

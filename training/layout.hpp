@@ -50,6 +50,14 @@ inline int tensor_lnf_w(const ModelConfig& c) { return 2 + c.layers * kTensorsPe
 inline int tensor_lnf_b(const ModelConfig& c) { return tensor_lnf_w(c) + 1; }
 inline int tensor_count(const ModelConfig& c) { return tensor_lnf_b(c) + 1; }
 
+// The model's layer groups: 0 the embeddings (wte, wpe), 1 + l block l, layers + 1 the
+// final LayerNorm. What ZeRO-3 gathers at a time, and what DiLoCo's fragments are made of.
+inline int layer_groups(const ModelConfig& c) { return c.layers + 2; }
+inline int layer_group(const ModelConfig& c, int tensor) {
+  return tensor < tensor_layer(0, kLn1W) ? 0 : tensor >= tensor_lnf_w(c) ? c.layers + 1
+                                                                          : 1 + (tensor - tensor_layer(0, kLn1W)) / kTensorsPerLayer;
+}
+
 // How a tensor is cut over T tensor-parallel ranks (Megatron-LM): rank t holds piece t.
 enum class Split : uint8_t {
   none,      // replicated: LayerNorms, wpe, the biases of row-parallel layers
@@ -103,9 +111,16 @@ struct Bucket {
   size_t shard_offset = 0;  // where this bucket's slice starts in a rank's shard
 };
 
+// A layer group's part of this rank's buffer: whole buckets [first_bucket, end_bucket),
+// the flat range [offset, offset + padded) (empty when the rank holds none of the group).
+struct GroupSpan {
+  int first_bucket = 0, end_bucket = 0;
+  size_t offset = 0, padded = 0;
+};
+
 // A contiguous run of real (non-padding) parameters that one rank's optimizer updates.
 struct Segment {
-  size_t param = 0;  // offset in the flat parameter buffer
+  size_t param = 0;  // offset in the parameter buffer the optimizer updates (flat, or a ZeRO-3 shard)
   size_t grad = 0;   // offset in the gradient buffer the optimizer reads
   size_t state = 0;  // offset in the Adam moment buffers
   size_t len = 0;
@@ -116,12 +131,14 @@ struct Segment {
 class ParamLayout {
  public:
   // `shards`: data-parallel ranks; `bucket_elems`: target bucket size (a tensor larger
-  // than that gets a bucket of its own). Throws std::invalid_argument when the
+  // than that gets a bucket of its own); `group_buckets`: no bucket spans two layer groups
+  // (ZeRO-3 gathers a group as its whole buckets). Throws std::invalid_argument when the
   // tensor-parallel ranks do not divide the heads or the vocabulary.
-  ParamLayout(const ModelConfig& cfg, const ModelPartition& part, int shards, size_t bucket_elems);
+  ParamLayout(const ModelConfig& cfg, const ModelPartition& part, int shards, size_t bucket_elems,
+              bool group_buckets = false);
   // The whole model on one rank.
-  ParamLayout(const ModelConfig& cfg, int shards, size_t bucket_elems)
-      : ParamLayout(cfg, ModelPartition::whole(cfg), shards, bucket_elems) {}
+  ParamLayout(const ModelConfig& cfg, int shards, size_t bucket_elems, bool group_buckets = false)
+      : ParamLayout(cfg, ModelPartition::whole(cfg), shards, bucket_elems, group_buckets) {}
 
   const ModelConfig& config() const { return cfg_; }
   const ModelPartition& partition() const { return part_; }
@@ -148,9 +165,15 @@ class ParamLayout {
   // Every real parameter, with state (and grad) offsets equal to the flat offset.
   std::vector<Segment> all_segments() const;
   // The real parameters in `rank`'s slices; state offsets index a shard of shard_size().
-  // grad offsets are flat when `shard_grads` is false, shard offsets when true.
-  std::vector<Segment> shard_segments(int rank, bool shard_grads) const;
+  // grad (param) offsets are flat when `shard_grads` (`shard_params`) is false, shard
+  // offsets when true.
+  std::vector<Segment> shard_segments(int rank, bool shard_grads, bool shard_params = false) const;
+  // `rank`'s slices of a flat buffer, back to back: its shard (ZeRO-3's parameters).
+  void flat_to_shard(int rank, const float* flat, float* shard) const;
 
+  // Layer group g's buckets (group_buckets layouts: a run of whole buckets). Empty where
+  // this rank holds nothing of it.
+  const GroupSpan& group_span(int g) const { return spans_[g]; }
  private:
   ModelConfig cfg_;
   ModelPartition part_;
@@ -158,6 +181,7 @@ class ParamLayout {
   std::vector<TensorInfo> tensors_;
   std::vector<Bucket> buckets_;
   std::vector<int> bucket_of_;
+  std::vector<GroupSpan> spans_;  // by layer group
   size_t num_params_ = 0;
   size_t model_params_ = 0;
   size_t padded_size_ = 0;

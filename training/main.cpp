@@ -51,6 +51,12 @@ std::string duration_text(double s) {
   return b;
 }
 
+std::string fixed1(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", x);
+  return b;
+}
+
 // Control characters other than newline and tab would garble a terminal.
 std::string printable(const std::string& s) {
   std::string o;
@@ -83,7 +89,7 @@ int run(int argc, char** argv) {
   // Everything the user can get wrong is checked before joining the job and before any
   // file is written.
   st::validate_options(o, world, launched);
-  st::TextData data = st::TextData::load(o.data, o.model.ctx);
+  st::TokenData data = st::TokenData::load(o.data, o.val_data, o.model.ctx, o.model.vocab);
   const st::Kernels& kernels = st::kernels_for(o.device, o.precision == "bf16");
   const st::DeviceReport device(o);
   std::optional<st::CheckpointReader> ckpt;
@@ -240,10 +246,19 @@ int run(int argc, char** argv) {
         o.model.layers, o.model.heads, o.model.dim, o.model.ctx, o.model.vocab, lay.num_params(),
         lay.padded_size(), lay.buckets().size());
     std::printf(
-        "data %s: %zu bytes (train %zu, val %zu) | batch %d = %d ranks x %d, %d tokens "
+        "data %s: %zu %s (train %zu, val %zu) | batch %d = %d ranks x %d, %d tokens "
         "per step | zero %d, gradients reduced in %s | %d BLAS threads per rank\n",
-        data.path().c_str(), data.size(), data.train_size(), data.val_size(), o.batch, o.dp,
-        o.batch / o.dp, o.batch * o.model.ctx, o.zero, o.grad_dtype.c_str(), threads);
+        data.path().c_str(), data.size(), data.shards() ? "tokens" : "bytes", data.train_size(), data.val_size(),
+        o.batch, o.dp, o.batch / o.dp, o.batch * o.model.ctx, o.zero, o.grad_dtype.c_str(), threads);
+    if (o.zero == 3 || o.recompute)
+      std::printf("%s%s%s\n",
+                  o.zero == 3 ? ("zero 3: parameters sharded over the " + std::to_string(groups->size(st::kDp)) +
+                                 " data-parallel ranks, each layer group all-gathered when used, " +
+                                 std::to_string(o.prefetch) + " ahead (--prefetch)")
+                                    .c_str()
+                              : "",
+                  o.zero == 3 && o.recompute ? " | " : "",
+                  o.recompute ? "recompute block: each block's forward again in backward" : "");
     if (world > 1) std::fputs(groups->grid().describe().c_str(), stdout);
     if (o.tp > 1)
       std::printf("tensor parallel: %d ranks, %d heads and %d vocabulary entries each%s\n", o.tp,
@@ -276,7 +291,7 @@ int run(int argc, char** argv) {
   };
   // The split of step time is averaged from the second step on when there is one: the
   // first also allocates the microbatches' activations and warms the caches.
-  double last_loss = NAN, comm_wait = 0, idle = 0, busy = 0;
+  double last_loss = NAN, comm_wait = 0, idle = 0, gather = 0, busy = 0;
   int timed = 0, timed_from = 0;
   st::Traffic traffic{};
   // Evaluation and saving due after step s; false when a failure interrupted them and the
@@ -336,6 +351,7 @@ int run(int argc, char** argv) {
       if (timed++ == 0) timed_from = trainer->step();
       comm_wait += r.comm_wait_s;
       idle += r.idle_s;
+      gather += r.gather_s;
       busy += r.time_s;
     }
     for (size_t i = 0; i < traffic.size(); ++i) traffic[i] += static_cast<double>(r.bytes[i]);
@@ -348,8 +364,9 @@ int run(int argc, char** argv) {
       std::printf("step %5d/%d | loss %.6f | lr %.3e | norm %.4f | %8.0f tok/s | %7.1f ms", s,
                   o.steps, r.loss, r.lr, r.grad_norm, tokens / dt, dt * 1e3);
       if (world > 1)
-        std::printf(" (compute %.1f, comm %.1f, idle %.1f)",
-                    (r.time_s - r.comm_wait_s - r.idle_s) * 1e3, r.comm_wait_s * 1e3, r.idle_s * 1e3);
+        std::printf(" (compute %.1f, comm %.1f, idle %.1f%s)",
+                    (r.time_s - r.comm_wait_s - r.idle_s - r.gather_s) * 1e3, r.comm_wait_s * 1e3, r.idle_s * 1e3,
+                    o.zero == 3 ? (", gather " + fixed1(r.gather_s * 1e3)).c_str() : "");
       if (diloco) std::printf(" | %s", diloco->progress().c_str());
       std::printf("%s | ETA %s\n", device.step(tokens / dt).c_str(), duration_text(avg * (stop - s)).c_str());
     }
@@ -364,8 +381,9 @@ int run(int argc, char** argv) {
                 ran > 0 ? tokens * ran / elapsed : 0.0, last_loss);
     if (!std::isnan(last_val)) std::printf(" | val loss %.6f", last_val);
     if (world > 1 && timed > 0)
-      std::printf(" | per step from step %d: compute %.1f, comm %.1f, idle %.1f ms", timed_from,
-                  (busy - comm_wait - idle) / timed * 1e3, comm_wait / timed * 1e3, idle / timed * 1e3);
+      std::printf(" | per step from step %d: compute %.1f, comm %.1f, idle %.1f%s ms", timed_from,
+                  (busy - comm_wait - idle - gather) / timed * 1e3, comm_wait / timed * 1e3, idle / timed * 1e3,
+                  o.zero == 3 ? (", gather " + fixed1(gather / timed * 1e3)).c_str() : "");
     std::printf("\n");
     if (diloco) {
       std::fputs(outer_summary.c_str(), stdout);
@@ -376,7 +394,10 @@ int run(int argc, char** argv) {
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
     std::printf("peak RSS rank 0: %.1f MB", ru.ru_maxrss / 1024.0);
-    if (o.zero == 2) std::printf(" | gradient staging peak: %d buckets", trainer->staging_peak());
+    if (o.zero >= 2) std::printf(" | gradient staging peak: %d buckets", trainer->staging_peak());
+    if (o.zero == 3 && ran > 0)
+      std::printf(" | zero 3: %llu layer-group gathers (evaluation included), %d gathered at most at once",
+                  static_cast<unsigned long long>(trainer->gathers()), trainer->gathered_buffers());
     std::printf("\n");
     if (trainer->step() < o.steps)
       std::printf("stopped at step %d of %d%s\n", trainer->step(), o.steps,
@@ -384,7 +405,9 @@ int run(int argc, char** argv) {
   }
   if (o.sample_len > 0 && trainer->step() == o.steps) {
     const std::string text = trainer->sample(o.sample_len, o.seed + trainer->step());  // collective
-    if (root) std::printf("sample (%d bytes):\n%s\n", o.sample_len, printable(text).c_str());
+    if (root)
+      std::printf("sample (%d %s):\n%s\n", o.sample_len, o.model.vocab == 256 ? "bytes" : "token ids",
+                  printable(text).c_str());
   }
   std::printf("rank %d parameter checksum %016llx", rank,
               static_cast<unsigned long long>(trainer->param_checksum()));

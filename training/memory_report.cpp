@@ -1,6 +1,7 @@
 // Trainer::memory_report: what this rank allocated for model states, next to the ZeRO
 // paper's per-rank formulas in fp32 (parameters 4Ψ, gradients 4Ψ, Adam moments 8Ψ; ZeRO-1
-// divides the moments by Nd, ZeRO-2 the gradients too).
+// divides the moments by Nd, ZeRO-2 the gradients too, ZeRO-3 the parameters too), and
+// for activations (with --recompute block, each block's input and one block's worth).
 #include <cstdio>
 #include <string>
 
@@ -38,12 +39,14 @@ std::string lpad(std::string s, size_t w) {
 std::string Trainer::memory_report() const {
   const double psi = static_cast<double>(layout_.num_params());
   const int nd = groups_.size(kDp), z = o_.zero;
-  const double params = params_.size() * sizeof(float);
+  const double gathered = sharded_ ? static_cast<double>(sharded_->buffer_bytes()) : 0;
+  const double params = params_.size() * sizeof(float) + gathered;
   const double grads = sync_.grad_bytes();
   const double moments = opt_.state_bytes();
-  const double f_grads = z == 2 ? 4 * psi / nd : 4 * psi;
+  const double f_params = z == 3 ? 4 * psi / nd : 4 * psi;
+  const double f_grads = z >= 2 ? 4 * psi / nd : 4 * psi;
   const double f_moments = z == 0 ? 8 * psi : 8 * psi / nd;
-  const std::string total_formula = z == 0 ? "16Ψ" : z == 1 ? "(8+8/Nd)Ψ" : "(4+12/Nd)Ψ";
+  const char* total_formula[] = {"16Ψ", "(8+8/Nd)Ψ", "(4+12/Nd)Ψ", "16Ψ/Nd"};
   std::string held = std::to_string(layout_.num_params()) + " parameters";
   if (groups_.model_parallel())
     held += " on this rank, of " + std::to_string(layout_.model_params()) + " in the model";
@@ -55,21 +58,27 @@ std::string Trainer::memory_report() const {
     if (!formula.empty()) out += pad(formula, 10) + " = " + lpad(mb(f), 10);
     out += note + "\n";
   };
-  row("parameters", params, "4Ψ", 4 * psi, "");
+  std::string buffers;
+  if (sharded_)
+    buffers = " + gathered " + mb(gathered) + " (" + std::to_string(sharded_->buffers()) +
+              " layer groups' buffers: in use and prefetched, --prefetch " + std::to_string(o_.prefetch) + ")";
+  row("parameters", params, z == 3 ? "4Ψ/Nd" : "4Ψ", f_params, buffers);
   std::string staging;
-  if (z == 2)
+  if (z >= 2)
     staging = " + staging " + std::to_string(sync_.staging_peak()) + " x " +
               mb(layout_.max_bucket() * 4.0) + " (buckets in flight)";
-  row("gradients", grads, z == 2 ? "4Ψ/Nd" : "4Ψ", f_grads, staging);
+  row("gradients", grads, z >= 2 ? "4Ψ/Nd" : "4Ψ", f_grads, staging);
   row("Adam moments m, v", moments, z == 0 ? "8Ψ" : "8Ψ/Nd", f_moments, "");
   row("master weights", 0, "", 0, "none: the fp32 parameters are the master copy");
-  row("model states", params + grads + moments, total_formula, 4 * psi + f_grads + f_moments, "");
-  size_t acts = 0;
-  for (const auto& c : chunks_) acts += c->activation_bytes();
+  row("model states", params + grads + moments, total_formula[z], f_params + f_grads + f_moments, "");
+  size_t acts = 0, redo = 0;
+  for (const auto& c : chunks_) acts += c->activation_bytes(), redo += c->recompute_bytes();
   row("activations", static_cast<double>(acts), "", 0,
       "per microbatch in flight: " + std::to_string(micro_batch_) + " x ctx " +
           std::to_string(o_.model.ctx) + (o_.pp > 1 ? ", in every chunk of this stage" : "") +
-          " (not sharded by ZeRO)");
+          (o_.recompute ? ", each block's input only (--recompute block)" : "") + " (not sharded by ZeRO)");
+  if (o_.recompute)
+    row("recomputation", static_cast<double>(redo), "", 0, "one block's activations, computed again in backward");
   return out;
 }
 

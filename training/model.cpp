@@ -8,25 +8,25 @@
 
 namespace strata::train {
 
-void init_params(const ParamLayout& layout, float* params, uint64_t seed) {
+void init_tensor(const ParamLayout& layout, int id, uint64_t seed, float* piece) {
   const ModelConfig& c = layout.config();
-  std::memset(params, 0, layout.padded_size() * sizeof(float));
-  const float std_proj = 0.02f / std::sqrt(2.0f * c.layers);
-  std::vector<float> whole;
-  for (int id = 0; id < tensor_count(c); ++id) {
-    const TensorInfo& t = layout.tensor(id);
-    if (!layout.holds(id)) continue;
-    whole.assign(t.full_size, 0.0f);  // biases stay zero
-    if (t.layernorm && t.name.ends_with(".weight")) {  // LayerNorm gain
-      whole.assign(t.full_size, 1.0f);
-    } else if (t.decay) {  // matrices and embeddings
-      bool proj = t.name.ends_with("c_proj.weight");
-      float sd = proj ? std_proj : 0.02f;
-      Rng rng(stream_seed(seed, 1000 + id));
-      for (float& w : whole) w = sd * rng.normal();
-    }
-    layout.whole_to_piece(id, whole.data(), params + t.offset);
+  const TensorInfo& t = layout.tensor(id);
+  std::vector<float> whole(t.full_size, 0.0f);  // biases stay zero
+  if (t.layernorm && t.name.ends_with(".weight")) {  // LayerNorm gain
+    whole.assign(t.full_size, 1.0f);
+  } else if (t.decay) {  // matrices and embeddings
+    const bool proj = t.name.ends_with("c_proj.weight");
+    const float sd = proj ? 0.02f / std::sqrt(2.0f * c.layers) : 0.02f;
+    Rng rng(stream_seed(seed, 1000 + id));
+    for (float& w : whole) w = sd * rng.normal();
   }
+  layout.whole_to_piece(id, whole.data(), piece);
+}
+
+void init_params(const ParamLayout& layout, float* params, uint64_t seed) {
+  std::memset(params, 0, layout.padded_size() * sizeof(float));
+  for (int id = 0; id < tensor_count(layout.config()); ++id)
+    if (layout.holds(id)) init_tensor(layout, id, seed, params + layout.tensor(id).offset);
 }
 
 namespace {
@@ -44,11 +44,25 @@ struct Carver {
 
 }  // namespace
 
-Gpt::Gpt(const ParamLayout& layout, const Chunk& chunk, const float* params, const Kernels& k,
-         TensorParallel& tp, int max_batch)
+WeightUses weight_uses(const ModelConfig& c, const Chunk& chunk, bool forward) {
+  const std::vector<int> head = {c.layers + 1, 0};  // ln_f and the tied wte
+  WeightUses u;
+  if (forward) {
+    if (chunk.embedding) u.push_back({0});
+    for (int l = chunk.first_layer; l < chunk.end_layer; ++l) u.push_back({1 + l});
+    if (chunk.head) u.push_back(head);
+  } else {
+    if (chunk.head) u.push_back(head);
+    for (int l = chunk.end_layer - 1; l >= chunk.first_layer; --l) u.push_back({1 + l});
+  }
+  return u;
+}
+
+Gpt::Gpt(const ParamLayout& layout, const Chunk& chunk, Weights& weights, const Kernels& k, TensorParallel& tp,
+         int max_batch, bool recompute)
     : layout_(layout),
       chunk_(chunk),
-      params_(params),
+      w_(weights),
       k_(k),
       tp_(tp),
       cfg_(layout.config()),
@@ -57,7 +71,8 @@ Gpt::Gpt(const ParamLayout& layout, const Chunk& chunk, const float* params, con
       Cl_(cfg_.dim / tp.size()),
       NHl_(cfg_.heads / tp.size()),
       Vl_(cfg_.vocab / tp.size()),
-      vocab_start_(tp.rank() * (cfg_.vocab / tp.size())) {
+      vocab_start_(tp.rank() * (cfg_.vocab / tp.size())),
+      recompute_(recompute) {
   const size_t N = static_cast<size_t>(max_batch) * cfg_.ctx, C = C_;
   const size_t rows = tp.sequence_parallel() ? (N + tp.size() - 1) / tp.size() : N;
   for (int pass = 0; pass < 2; ++pass) {
@@ -71,6 +86,11 @@ Gpt::Gpt(const ParamLayout& layout, const Chunk& chunk, const float* params, con
     datt_ = s.take(k.attention_scratch(cfg_.ctx, NHl_));
     if (!pass) scratch_ = Buffer<float>(k, s.used);
   }
+  if (recompute && chunk.end_layer > chunk.first_layer) {
+    Layer unused;
+    redo_ = Buffer<float>(k, carve_layer(unused, nullptr, true));
+    redo_base_ = redo_.data();
+  }
 }
 
 Gpt::~Gpt() = default;
@@ -79,29 +99,43 @@ size_t Gpt::Activations::row_floats(int B_, int T_) const {
   return static_cast<size_t>(tp->rows(B_ * T_)) * width;
 }
 
-// Lays out one microbatch's activations from `base` (nothing when null) and returns the
-// floats they take.
-size_t Gpt::carve(Activations& a, float* base) const {
+size_t Gpt::carve_layer(Layer& l, float* base, bool output) const {
   const size_t N = static_cast<size_t>(max_batch_) * cfg_.ctx, C = C_;
   const size_t rows = tp_.sequence_parallel() ? (N + tp_.size() - 1) / tp_.size() : N;
   const size_t att = static_cast<size_t>(max_batch_) * NHl_ * cfg_.ctx * cfg_.ctx;
   Carver s{base};
+  l.ln1 = s.take(N * C);  // all rows: the input of the column-parallel qkv
+  l.ln1_mean = s.take(rows);
+  l.ln1_rstd = s.take(rows);
+  l.qkv = s.take(N * 3 * Cl_);
+  l.att = s.take(att);
+  l.atty = s.take(N * Cl_);
+  l.res2 = s.take(rows * C);
+  l.ln2 = s.take(N * C);
+  l.ln2_mean = s.take(rows);
+  l.ln2_rstd = s.take(rows);
+  l.fch = s.take(N * 4 * Cl_);
+  l.fch_gelu = s.take(N * 4 * Cl_);
+  l.res3 = output ? s.take(rows * C) : nullptr;
+  return s.used;
+}
+
+// Lays out one microbatch's activations from `base` (nothing when null) and returns the
+// floats they take. With recompute a block keeps only its output here (the next block's
+// input); its intermediates are the shared redo_ buffer's.
+size_t Gpt::carve(Activations& a, float* base) const {
+  const size_t N = static_cast<size_t>(max_batch_) * cfg_.ctx, C = C_;
+  const size_t rows = tp_.sequence_parallel() ? (N + tp_.size() - 1) / tp_.size() : N;
+  Carver s{base};
   a.layers.resize(chunk_.end_layer - chunk_.first_layer);
   a.x = s.take(rows * C);
   for (auto& l : a.layers) {
-    l.ln1 = s.take(N * C);  // all rows: the input of the column-parallel qkv
-    l.ln1_mean = s.take(rows);
-    l.ln1_rstd = s.take(rows);
-    l.qkv = s.take(N * 3 * Cl_);
-    l.att = s.take(att);
-    l.atty = s.take(N * Cl_);
-    l.res2 = s.take(rows * C);
-    l.ln2 = s.take(N * C);
-    l.ln2_mean = s.take(rows);
-    l.ln2_rstd = s.take(rows);
-    l.fch = s.take(N * 4 * Cl_);
-    l.fch_gelu = s.take(N * 4 * Cl_);
-    l.res3 = s.take(rows * C);
+    if (recompute_) {
+      carve_layer(l, redo_base_, false);
+      l.res3 = s.take(rows * C);
+    } else {
+      s.take(carve_layer(l, s.take(0), true));
+    }
   }
   const bool head = chunk_.head;
   a.lnf = s.take(head ? N * C : 0);
@@ -132,56 +166,67 @@ std::unique_ptr<Gpt::Activations> Gpt::make_activations() const {
   return a;
 }
 
+void Gpt::block_forward(Activations& a, int li, Layer& l, const float* x) {
+  const int N = a.B * a.T, C = C_, Cl = Cl_;
+  const int rows = tp_.rows(N);
+  const size_t mine = static_cast<size_t>(tp_.first_row(N)) * C;  // this rank's rows
+  const bool rank0 = tp_.rank() == 0;  // adds the biases of row-parallel layers, once
+  // Attention: LayerNorm of this rank's rows, all rows gathered (f), qkv of this rank's
+  // heads (column-parallel), their output projected (row-parallel) and summed (g).
+  k_.layernorm_forward(l.ln1 + mine, l.ln1_mean, l.ln1_rstd, x, lp(li, kLn1W), lp(li, kLn1B), rows, C);
+  tp_.gather(l.ln1 + mine, l.ln1, N, C);
+  k_.matmul_forward(l.qkv, l.ln1, lp(li, kQkvW), lp(li, kQkvB), N, C, 3 * Cl);
+  k_.attention_forward(l.atty, l.att, l.qkv, a.B, a.T, Cl, NHl_);
+  k_.matmul_forward(partial_, l.atty, lp(li, kAttProjW), rank0 ? lp(li, kAttProjB) : nullptr, N, Cl, C);
+  tp_.reduce(partial_, l.res2, N, C);
+  k_.add_inplace(l.res2, x, static_cast<size_t>(rows) * C);
+  // MLP: the same shape, with this rank's 4C/T hidden units.
+  k_.layernorm_forward(l.ln2 + mine, l.ln2_mean, l.ln2_rstd, l.res2, lp(li, kLn2W), lp(li, kLn2B), rows, C);
+  tp_.gather(l.ln2 + mine, l.ln2, N, C);
+  k_.matmul_forward(l.fch, l.ln2, lp(li, kFcW), lp(li, kFcB), N, C, 4 * Cl);
+  k_.gelu_forward(l.fch_gelu, l.fch, static_cast<size_t>(N) * 4 * Cl);
+  k_.matmul_forward(partial_, l.fch_gelu, lp(li, kFcProjW), rank0 ? lp(li, kFcProjB) : nullptr, N, 4 * Cl, C);
+  tp_.reduce(partial_, l.res3, N, C);
+  k_.add_inplace(l.res3, l.res2, static_cast<size_t>(rows) * C);
+}
+
 float Gpt::forward(Activations& a, const int* tokens, const int* targets, int B, int T) {
   if (B < 1 || B > max_batch_ || T < 1 || T > cfg_.ctx)
     throw std::invalid_argument("forward: batch or length out of range");
-  const int N = B * T, C = C_, Cl = Cl_;
+  const int N = B * T, C = C_;
   if (tp_.sequence_parallel() && N % tp_.size())
     throw std::invalid_argument("forward: rows do not divide over the sequence-parallel ranks");
   const int rows = tp_.rows(N);
   const size_t mine = static_cast<size_t>(tp_.first_row(N)) * C;  // this rank's rows
-  const bool rank0 = tp_.rank() == 0;  // adds the biases of row-parallel layers, once
+  const bool rank0 = tp_.rank() == 0;
   a.B = B;
   a.T = T;
   k_.upload(a.tokens.data(), tokens, N * sizeof(int));
   a.have_targets = targets != nullptr;
   if (targets) k_.upload(a.targets.data(), targets, N * sizeof(int));
   const int* device_targets = targets ? a.targets.data() : nullptr;
+  const WeightUses uses = weight_uses(cfg_, chunk_, true);
+  auto use = uses.begin();
 
   if (chunk_.embedding) {
     // Each rank adds the embeddings of the tokens in its slice of the vocabulary (rank 0
     // the positions too); their sum over the ranks is the embedding (g).
+    Opened open(w_, *use++);
     k_.embed_forward(partial_, a.tokens.data(), param(tensor_wte()), vocab_start_, Vl_,
                      rank0 ? param(tensor_wpe()) : nullptr, B, T, C);
     tp_.reduce(partial_, a.x, N, C);
   }
   const float* x = a.x;
   for (int li = chunk_.first_layer; li < chunk_.end_layer; ++li) {
-    Activations::Layer& l = a.layers[li - chunk_.first_layer];
-    // Attention: LayerNorm of this rank's rows, all rows gathered (f), qkv of this rank's
-    // heads (column-parallel), their output projected (row-parallel) and summed (g).
-    k_.layernorm_forward(l.ln1 + mine, l.ln1_mean, l.ln1_rstd, x, lp(li, kLn1W), lp(li, kLn1B), rows, C);
-    tp_.gather(l.ln1 + mine, l.ln1, N, C);
-    k_.matmul_forward(l.qkv, l.ln1, lp(li, kQkvW), lp(li, kQkvB), N, C, 3 * Cl);
-    k_.attention_forward(l.atty, l.att, l.qkv, B, T, Cl, NHl_);
-    k_.matmul_forward(partial_, l.atty, lp(li, kAttProjW), rank0 ? lp(li, kAttProjB) : nullptr, N,
-                      Cl, C);
-    tp_.reduce(partial_, l.res2, N, C);
-    k_.add_inplace(l.res2, x, static_cast<size_t>(rows) * C);
-    // MLP: the same shape, with this rank's 4C/T hidden units.
-    k_.layernorm_forward(l.ln2 + mine, l.ln2_mean, l.ln2_rstd, l.res2, lp(li, kLn2W), lp(li, kLn2B), rows, C);
-    tp_.gather(l.ln2 + mine, l.ln2, N, C);
-    k_.matmul_forward(l.fch, l.ln2, lp(li, kFcW), lp(li, kFcB), N, C, 4 * Cl);
-    k_.gelu_forward(l.fch_gelu, l.fch, static_cast<size_t>(N) * 4 * Cl);
-    k_.matmul_forward(partial_, l.fch_gelu, lp(li, kFcProjW), rank0 ? lp(li, kFcProjB) : nullptr,
-                      N, 4 * Cl, C);
-    tp_.reduce(partial_, l.res3, N, C);
-    k_.add_inplace(l.res3, l.res2, static_cast<size_t>(rows) * C);
+    Layer& l = a.layers[li - chunk_.first_layer];
+    Opened open(w_, *use++);
+    block_forward(a, li, l, x);
     x = l.res3;
   }
   if (!chunk_.head) return 0.0f;
   // The head is tied, logits = lnf @ wte^T, each rank for its slice of the vocabulary;
   // the softmax takes the max and the sums over all slices (vocabulary-parallel loss).
+  Opened open(w_, *use++);
   k_.layernorm_forward(a.lnf + mine, a.lnf_mean, a.lnf_rstd, x, param(tensor_lnf_w(cfg_)),
                        param(tensor_lnf_b(cfg_)), rows, C);
   tp_.gather(a.lnf + mine, a.lnf, N, C);
@@ -200,8 +245,11 @@ void Gpt::backward(Activations& a, GradSink& sink, float loss_scale) {
   const int rows = tp_.rows(N);
   auto g = [&](int layer, LayerTensor t) { return sink.grad(tensor_layer(layer, t)); };
   float* dres = a.dres;  // the residual stream's gradient, this rank's rows
+  const WeightUses uses = weight_uses(cfg_, chunk_, false);
+  auto use = uses.begin();
 
   if (chunk_.head) {
+    Opened open(w_, *use++);
     float* dlogits = a.logits;
     k_.softmax_xent_backward(dlogits, a.targets.data(), vocab_start_, N, Vl_, loss_scale / N);
     k_.matmul_backward(partial_, sink.grad(tensor_wte()), nullptr, dlogits, a.lnf,
@@ -219,8 +267,16 @@ void Gpt::backward(Activations& a, GradSink& sink, float loss_scale) {
   // of their storage order, so after each one the whole suffix from it on is final; saying
   // so at once lets its bucket's reduction start while the rest of backward runs.
   for (int li = chunk_.end_layer - 1; li >= chunk_.first_layer; --li) {
-    Activations::Layer& l = a.layers[li - chunk_.first_layer];
+    Opened open(w_, *use++);
     const float* x = li == chunk_.first_layer ? a.x : a.layers[li - chunk_.first_layer - 1].res3;
+    // With recompute the block's intermediates are computed again from its input, into the
+    // shared buffer (and an output of its own: the kept one is the next block's input).
+    Layer redo;
+    if (recompute_) {
+      carve_layer(redo, redo_base_, true);
+      block_forward(a, li, redo, x);
+    }
+    Layer& l = recompute_ ? redo : a.layers[li - chunk_.first_layer];
     auto done = [&](LayerTensor t) { sink.ready_from(tensor_layer(li, t)); };
     // MLP: all rows of the gradient (g backward), row-parallel c_proj, GELU,
     // column-parallel c_fc, its input gradient summed over the ranks (f backward).

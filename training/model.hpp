@@ -19,6 +19,7 @@
 #include "kernels.hpp"
 #include "layout.hpp"
 #include "tensor_parallel.hpp"
+#include "weights.hpp"
 
 namespace strata::train {
 
@@ -39,20 +40,32 @@ class GradSink {
 // is drawn whole from its own stream of `seed` and this rank keeps its piece, so the
 // values depend on neither the layout nor the tensor-parallel cut.
 void init_params(const ParamLayout& layout, float* params, uint64_t seed);
+// The same for one tensor: this rank's piece of tensor `id`, into `piece`.
+void init_tensor(const ParamLayout& layout, int id, uint64_t seed, float* piece);
+
+// The layer-group sets (weights.hpp) a forward or a backward of `chunk` opens, in order:
+// the embeddings, each block, and the head's final LayerNorm with the tied wte (forward);
+// the head's, then each block from the last (backward; the embedding's backward reads no
+// parameter).
+WeightUses weight_uses(const ModelConfig& c, const Chunk& chunk, bool forward);
 
 class Gpt {
  public:
+  struct Layer;
   struct Activations;
 
   // Scratch is sized for microbatches of up to max_batch sequences of ctx tokens.
-  Gpt(const ParamLayout& layout, const Chunk& chunk, const float* params, const Kernels& k,
-      TensorParallel& tp, int max_batch);
+  // recompute (--recompute block): forward keeps only each block's input (and output),
+  // and backward computes the block's forward again before its backward.
+  Gpt(const ParamLayout& layout, const Chunk& chunk, Weights& weights, const Kernels& k, TensorParallel& tp,
+      int max_batch, bool recompute = false);
   ~Gpt();
 
   const Chunk& chunk() const { return chunk_; }
   const Kernels& kernels() const { return k_; }  // the memory its tensors are in
   std::unique_ptr<Activations> make_activations() const;
   size_t activation_bytes() const;  // of one microbatch
+  size_t recompute_bytes() const { return redo_.bytes(); }  // the one block recomputed at a time
 
   // One microbatch: tokens/targets [B, T], T <= ctx, the same on every tensor-parallel
   // rank. A chunk without the embedding reads its input from a.input(). Returns the mean
@@ -65,13 +78,20 @@ class Gpt {
   void backward(Activations& a, GradSink& sink, float loss_scale);
 
  private:
-  const float* param(int tensor) const { return params_ + layout_.tensor(tensor).offset; }
+  const float* param(int tensor) const { return w_.tensor(tensor); }
   const float* lp(int layer, LayerTensor t) const { return param(tensor_layer(layer, t)); }
   size_t carve(Activations& a, float* base) const;
+  // What a block keeps from forward for backward, at `base` (nothing when null); with
+  // `output` false all but its output (the next block's input). Returns the floats it takes.
+  size_t carve_layer(Layer& l, float* base, bool output) const;
+  // Block li's forward of a's microbatch from x into l.
+  void block_forward(Activations& a, int li, Layer& l, const float* x);
+  // The group of block li.
+  std::vector<int> block_group(int li) const { return {1 + li}; }
 
   const ParamLayout& layout_;
   Chunk chunk_;
-  const float* params_;
+  Weights& w_;
   const Kernels& k_;
   TensorParallel& tp_;
   ModelConfig cfg_;
@@ -81,13 +101,21 @@ class Gpt {
   // a column-parallel layer's input gradient (backward), and backward's intermediates.
   Buffer<float> scratch_;
   float *partial_, *dfull_, *dln_, *d4c_, *dqkv_, *datty_, *datt_;
+  // --recompute block: one block's intermediates, shared by every microbatch (forward
+  // writes them and drops them; backward fills them again), with an output of its own.
+  bool recompute_;
+  Buffer<float> redo_;
+  float* redo_base_ = nullptr;
+};
+
+// What one block's forward computes; backward reads all of it but the output res3.
+struct Gpt::Layer {
+  float *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty, *res2;
+  float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *res3;
 };
 
 struct Gpt::Activations {
-  struct Layer {
-    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty, *res2;
-    float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *res3;
-  };
+  using Layer = Gpt::Layer;
   // The residual stream entering and leaving the chunk, and its gradient: this rank's
   // rows (all of them, or its run under sequence parallelism), `row_floats` floats each.
   float* input() { return x; }

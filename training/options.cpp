@@ -88,8 +88,14 @@ Flag outer(std::string_view name, std::string_view value, std::string_view help,
 const std::vector<Flag>& flags() {
   constexpr long long kBig = 1'000'000'000;
   static const std::vector<Flag> table = {
-      {"data", "FILE", "text file to train on (default data/tinyshakespeare.txt)",
+      {"data", "FILES", "text file, or llm.c uint16 token shards (.bin), comma-separated, to train on "
+       "(default data/tinyshakespeare.txt); the last tenth is the validation split unless --val-data",
        [](Options& o, const std::string& v) { o.data = v; }},
+      {"val-data", "FILES", "the validation split's files (text or token shards, comma-separated) instead of the "
+       "last tenth of --data",
+       [](Options& o, const std::string& v) { o.val_data = v; }},
+      shape("vocab", "vocabulary size: at least the largest token + 1 (default 256, bytes; GPT-2's is 50257)",
+            &ModelConfig::vocab, 1 << 16),
       shape("layers", "transformer blocks (default 4)", &ModelConfig::layers, 1024),
       shape("heads", "attention heads; must divide --dim (default 4)", &ModelConfig::heads, 1024),
       shape("dim", "model width (default 128)", &ModelConfig::dim, 65536),
@@ -100,9 +106,19 @@ const std::vector<Flag>& flags() {
             &Options::steps, 1, kBig),
       whole("dp", "data-parallel ranks; tp x pp x dp must equal the job's rank count (default: ranks / (tp x pp))",
             &Options::dp, 1, 65536),
-      {"zero", "0|1|2",
-       "0: all-reduce; 1: shard optimizer state; 2: also shard gradients (default 0)",
-       whole("zero", "", &Options::zero, 0, 2).apply},
+      {"zero", "0|1|2|3",
+       "0: all-reduce; 1: shard optimizer state; 2: also shard gradients; 3: also shard parameters, gathered "
+       "per layer as used (default 0)",
+       whole("zero", "", &Options::zero, 0, 3).apply},
+      whole("prefetch", "--zero 3: layers whose all-gather is issued ahead of their use (default 1; 0: gathered "
+            "when used)", &Options::prefetch, 0, 1024),
+      {"recompute", "none|block",
+       "block: keep only each transformer block's input and compute its forward again in backward "
+       "(default none)",
+       [](Options& o, const std::string& v) {
+         if (v != "none" && v != "block") throw TrainError("--recompute needs none or block, got '" + v + "'");
+         o.recompute = v == "block";
+       }},
       whole("tp", "tensor-parallel ranks (Megatron: heads, MLP, vocabulary) (default 1)",
             &Options::tp, 1, 65536),
       whole("pp", "pipeline stages (default 1)", &Options::pp, 1, 65536),
@@ -188,7 +204,7 @@ const std::vector<Flag>& flags() {
       {"on-failure", "WHAT",
        "stop, or shrink: when a rank dies, the others go on with the same global batch, from their state "
        "(data parallel, --zero 0) or from the last checkpoint on the largest layout that fits them (--tp, --pp, "
-       "--zero 1/2; needs --save); or continue (DiLoCo): an island that loses a rank stops, the others go on "
+       "--zero 1/2/3; needs --save); or continue (DiLoCo): an island that loses a rank stops, the others go on "
        "(default stop)",
        [](Options& o, const std::string& v) {
          if (v != "stop" && v != "shrink" && v != "continue")
@@ -345,6 +361,8 @@ void validate_options(Options& o, int world, bool launched) {
       throw TrainError("--sequence-parallel: a microbatch's " + std::to_string(rows) +
                        " token rows do not divide over --tp " + std::to_string(o.tp));
   }
+  if (o.prefetch >= 0 && o.zero != 3) throw TrainError("--prefetch is for --zero 3 (layers gathered ahead)");
+  if (o.prefetch < 0 && o.zero == 3) o.prefetch = 1;
   if (o.on_failure == "shrink" && (o.tp * o.pp > 1 || o.zero > 0) && o.save.empty())
     throw TrainError("--on-failure shrink with " +
                      std::string(o.zero > 0 ? "--zero " + std::to_string(o.zero) : "--tp or --pp above 1") +
@@ -377,7 +395,7 @@ std::string usage_text() {
       "usage: strata-train [options]\n"
       "       strata-run -n N strata-train [options]     (N = tp x pp x dp ranks)\n"
       "\n"
-      "Trains a byte-level GPT-2-style model on a text file and prints a line per step.\n"
+      "Trains a GPT-2-style model on a text file (byte-level) or on token shards, and prints a line per step.\n"
       "\n";
   for (const auto& f : flags()) {
     std::string left = "  --" + std::string(f.name);

@@ -10,12 +10,17 @@
 namespace strata::train {
 
 struct Options {
+  // Text files (bytes are tokens) or llm.c token shards (data.hpp), comma-separated; the
+  // validation split: the last tenth of them, or the files of val_data.
   std::string data = "data/tinyshakespeare.txt";
+  std::string val_data;
   ModelConfig model;
   int batch = 16;  // global, in sequences; split over the dp ranks
   int steps = 2000;
   int dp = 0;  // 0: the job's rank count / (tp * pp)
   int zero = 0;
+  int prefetch = -1;  // ZeRO-3: layer groups gathered ahead; -1: not given (1)
+  bool recompute = false;  // --recompute block
   // Model parallelism (training/rank_grid.hpp, tensor_parallel.hpp, pipeline_schedule.hpp).
   int tp = 1, pp = 1;
   int microbatches = 0;    // 0: 1, or pp with a pipeline

@@ -56,6 +56,7 @@ size_t Pipeline::peak_activation_bytes() const {
   size_t n = 0;
   for (const Pool& p : pools_)
     for (const auto& a : p.all) n += a->bytes();
+  for (const Gpt* c : chunks_) n += c->recompute_bytes();  // shared by the microbatches
   return n;
 }
 
@@ -67,10 +68,14 @@ float Pipeline::forward(int chunk, Acts& a, const int* tokens, const int* target
   return last_virtual(chunk) ? loss : 0.0f;
 }
 
+std::vector<PipeAction> Pipeline::actions(bool evaluation) const {
+  const Shape& s = shape_;
+  return pipeline_schedule(s.schedule, s.stages, s.virtual_stages, s.microbatches, s.stage, evaluation);
+}
+
 double Pipeline::train(const int* tokens, const int* targets, int b, int T, StepSink& sink) {
   const Shape& s = shape_;
-  const std::vector<PipeAction> plan =
-      pipeline_schedule(s.schedule, s.stages, s.virtual_stages, s.microbatches, s.stage);
+  const std::vector<PipeAction> plan = actions(false);
   // From its last backward of the step on, a chunk's gradients stop accumulating.
   std::vector<size_t> last(chunks_.size(), 0);
   for (size_t i = 0; i < plan.size(); ++i)
@@ -116,9 +121,7 @@ double Pipeline::train(const int* tokens, const int* targets, int b, int T, Step
 }
 
 double Pipeline::evaluate(const int* tokens, const int* targets, int b, int T) {
-  const Shape& s = shape_;
-  const std::vector<PipeAction> plan =
-      pipeline_schedule(s.schedule, s.stages, s.virtual_stages, s.microbatches, s.stage, true);
+  const std::vector<PipeAction> plan = actions(true);
   const size_t per_mb = static_cast<size_t>(b) * T;
   double loss = 0;
   for (const PipeAction& x : plan) {

@@ -59,6 +59,10 @@ class Pipeline {
   // The forwards alone (evaluation); returns as train does.
   double evaluate(const int* tokens, const int* targets, int b, int T);
 
+  // What train (or evaluate) runs on this stage, in order.
+  std::vector<PipeAction> actions(bool evaluation) const;
+  const Gpt& chunk(int c) const { return *chunks_[c]; }
+
   size_t peak_activation_bytes() const;
   int peak_in_flight() const { return peak_in_flight_; }
 

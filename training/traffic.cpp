@@ -1,16 +1,44 @@
 #include "traffic.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
+#include "model.hpp"
 #include "pipeline_schedule.hpp"
 
 namespace strata::train {
+namespace {
+
+// ZeRO-3's gathers in a step, in floats: every layer group a pass opens, unless the set
+// of groups opened just before held it too (the head's between a forward and the backward
+// that follows it at once).
+double zero3_gathers(const Options& o, const ParamLayout& layout, int stage) {
+  const std::vector<Chunk>& chunks = layout.partition().chunks;
+  const Schedule s = *parse_schedule(o.schedule);
+  WeightUses uses;
+  for (const PipeAction& a : pipeline_schedule(s, o.pp, o.virtual_stages, o.microbatches, stage)) {
+    const WeightUses u = weight_uses(o.model, chunks[a.chunk], a.forward);
+    uses.insert(uses.end(), u.begin(), u.end());
+  }
+  const std::vector<int> none;
+  const std::vector<int>* before = &none;
+  double floats = 0;
+  for (const std::vector<int>& set : uses) {
+    for (int g : set)
+      if (std::find(before->begin(), before->end(), g) == before->end()) floats += layout.group_span(g).padded;
+    before = &set;
+  }
+  return floats;
+}
+
+}  // namespace
 
 Traffic traffic_formula(const Options& o, const ParamLayout& layout, int stage, bool dp_is_world) {
   Traffic f{};
   const double N = static_cast<double>(o.batch / o.dp / o.microbatches) * o.model.ctx;
   const double C = o.model.dim, M = o.microbatches, T = o.tp;
   const bool sp = o.sequence_parallel && o.tp > 1;
+  const double r = o.recompute;  // a block's forward collectives once more in its backward
   double L = 0, e = 0, h = 0;
   for (const Chunk& c : layout.partition().chunks) {
     L += c.end_layer - c.first_layer;
@@ -19,8 +47,8 @@ Traffic traffic_formula(const Options& o, const ParamLayout& layout, int stage, 
   }
   if (o.tp > 1) {
     f[ParallelGroups::kTpBytes] =
-        sp ? M * ((8 * L + 2 * e + 2 * h) * N * C + h * 3 * N) + (4 * L + 2 * h) * C
-           : M * ((4 * L + e + h) * N * C + h * 3 * N);
+        sp ? M * (((8 + 4 * r) * L + 2 * e + 2 * h) * N * C + h * 3 * N) + (4 * L + 2 * h) * C
+           : M * (((4 + 2 * r) * L + e + h) * N * C + h * 3 * N);
   }
   const int V = o.virtual_stages, P = o.pp;
   for (int v = 0; v < V && P > 1; ++v) {
@@ -31,7 +59,11 @@ Traffic traffic_formula(const Options& o, const ParamLayout& layout, int stage, 
   if (o.dp > 1) {
     double real = 0, padded = 0;
     for (const Bucket& b : layout.buckets()) real += b.real, padded += b.padded;
-    f[ParallelGroups::kDpBytes] = o.zero == 0 ? real : 2 * padded + 2;  // + the norm (a double)
+    // zero 1, 2: a reduce-scatter and an all-gather, zero 3: the reduce-scatter and the
+    // gathers; + the norm (a double).
+    f[ParallelGroups::kDpBytes] = o.zero == 0 ? real
+                                  : o.zero == 3 ? padded + zero3_gathers(o, layout, stage) + 2
+                                                : 2 * padded + 2;
   }
   if (P > 1 && (stage == 0 || stage == P - 1)) f[ParallelGroups::kEmbeddingBytes] = o.model.vocab / T * C;
   for (double& x : f) x *= sizeof(float);

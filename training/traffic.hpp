@@ -12,8 +12,14 @@
 //                    LayerNorm gradients summed once per step, (4L + 2h) C.
 //   pipeline         per microbatch and chunk, N C (N C / T with sequence parallelism) out
 //                    unless last and the same back unless first.
+//                    With --recompute block a block's forward collectives run again in its
+//                    backward: 2L more per microbatch (4L with sequence parallelism).
 //   data parallel    zero 0: an all-reduce of this rank's Ψ; zero 1, 2: a reduce-scatter
-//                    and an all-gather of Ψ padded, and the norm's sum (8 bytes).
+//                    and an all-gather of Ψ padded, and the norm's sum (8 bytes); zero 3:
+//                    the reduce-scatter, an all-gather of a layer group (padded) each time a
+//                    pass opens it -- forward and backward of every microbatch, but not again
+//                    for a set of groups opened right after one that held it (the head's,
+//                    between a forward and the backward right after it) -- and the norm.
 //   embedding        the first and last stage add their wte gradients: V C / T.
 //   the whole job    the loss (4 bytes) and, under model parallelism, the norm (8 bytes).
 #pragma once

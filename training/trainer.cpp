@@ -2,6 +2,7 @@
 // trainer_state.cpp, the memory report in memory_report.cpp.
 #include "trainer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -24,7 +25,11 @@ ModelPartition partition_of(const Options& o, int tp_rank, int stage) {
   return {o.tp, tp_rank, stage_chunks(o.model.layers, o.pp, o.virtual_stages, stage)};
 }
 
-Trainer::Trainer(const Options& o, ParallelGroups& groups, const TextData& data, const Kernels& k)
+ParamLayout layout_of(const Options& o, int tp_rank, int stage, int shards) {
+  return ParamLayout(o.model, partition_of(o, tp_rank, stage), shards, bucket_elems(o), o.zero == 3);
+}
+
+Trainer::Trainer(const Options& o, ParallelGroups& groups, const TokenData& data, const Kernels& k)
     : o_(o),
       groups_(groups),
       data_(data),
@@ -32,9 +37,8 @@ Trainer::Trainer(const Options& o, ParallelGroups& groups, const TextData& data,
       local_batch_(o.batch / groups.data_ranks()),
       micro_batch_(local_batch_ / o.microbatches),
       tp_(groups.tp(), o.sequence_parallel, clock_),
-      layout_(o.model, partition_of(o, groups.coord(kTp), groups.coord(kPp)), groups.size(kDp),
-              bucket_elems(o)),
-      params_(k, layout_.padded_size()),
+      layout_(layout_of(o, groups.coord(kTp), groups.coord(kPp), groups.size(kDp))),
+      params_(k, o.zero == 3 ? layout_.shard_size() : layout_.padded_size()),
       sync_(groups.dp(), layout_, o.zero, k),
       grads_(sync_, layout_, tp_, groups.embedding(), clock_),
       opt_(AdamWConfig{o.lr, 0.9f, 0.95f, 1e-8f, o.wd}, sync_.state_size(), k),
@@ -47,14 +51,18 @@ Trainer::Trainer(const Options& o, ParallelGroups& groups, const TextData& data,
       step_start_(o.seed) {
   groups.use_memory(k);
   sync_.reduce_in_bf16(o.grad_dtype == "bf16");
-  {
-    std::vector<float> host(params_.size());
-    init_params(layout_, host.data(), o.seed);
-    k.upload(params_.data(), host.data(), params_.bytes());
+  fill([&](int id, float* piece) { init_tensor(layout_, id, o.seed, piece); }, params_, sharded());
+  if (sharded()) {
+    auto w = std::make_unique<ShardedParams>(groups.dp(), layout_, params_.data(), k, o.prefetch, clock_);
+    sharded_ = w.get();
+    weights_ = std::move(w);
+  } else {
+    weights_ = std::make_unique<FlatWeights>(layout_, params_.data());
   }
   for (const Chunk& c : layout_.partition().chunks)
-    chunks_.push_back(std::make_unique<Gpt>(layout_, c, params_.data(), k_, tp_, micro_batch_));
+    chunks_.push_back(std::make_unique<Gpt>(layout_, c, *weights_, k_, tp_, micro_batch_, o.recompute));
   build_pipeline(o.microbatches, 0);
+  plan_gathers(false);  // sizes ZeRO-3's pool now, so that the memory report shows it
   size_t off = 0;
   for (const auto& t : layout_.tensors()) {
     canonical_offset_.push_back(off);
@@ -72,6 +80,58 @@ void Trainer::build_pipeline(int microbatches, float loss_scale) {
       Pipeline::Shape{schedule_of(o_), o_.pp, o_.virtual_stages, microbatches, groups_.coord(kPp), loss_scale}, clock_);
 }
 
+void Trainer::plan_gathers(bool evaluation) {
+  if (!sharded_) return;
+  WeightUses uses;
+  for (const PipeAction& a : pipe_->actions(evaluation)) {
+    const WeightUses u = weight_uses(o_.model, pipe_->chunk(a.chunk).chunk(), a.forward);
+    uses.insert(uses.end(), u.begin(), u.end());
+  }
+  sharded_->plan(std::move(uses));
+}
+
+void Trainer::fill(const PieceOf& piece_of, float* out, bool sharded) const {
+  const int r = groups_.coord(kDp);
+  std::vector<float> bucket;
+  for (const Bucket& b : layout_.buckets()) {
+    bucket.assign(b.padded, 0.0f);
+    for (int id = b.first_tensor; id < b.end_tensor; ++id)
+      if (layout_.holds(id)) piece_of(id, bucket.data() + (layout_.tensor(id).offset - b.offset));
+    if (sharded)
+      std::copy_n(bucket.data() + r * layout_.slice(b), layout_.slice(b), out + b.shard_offset);
+    else
+      std::copy(bucket.begin(), bucket.end(), out + b.offset);
+  }
+}
+
+void Trainer::fill(const PieceOf& piece_of, Buffer<float>& out, bool sharded) const {
+  if (!k_.stream()) return fill(piece_of, out.data(), sharded);  // host memory
+  std::vector<float> host(out.size());
+  fill(piece_of, host.data(), sharded);
+  k_.upload(out.data(), host.data(), out.bytes());
+}
+
+uint64_t Trainer::checksum(const std::function<bool(const TensorInfo&)>& which) {
+  std::vector<float> copy;  // on a device; host memory is read where it is
+  const float* mine = k_.stream() ? (copy = params_.to_host()).data() : params_.data();
+  Group& dp = groups_.dp();
+  std::vector<float> bucket;
+  uint64_t h = fnv1a(nullptr, 0);
+  for (const Bucket& b : layout_.buckets()) {
+    const float* p = mine + b.offset;  // == b.shard_offset with one shard
+    if (sharded() && layout_.shards() > 1) {  // one shard is the flat buffer
+      bucket.resize(b.padded);
+      dp.all_gather(mine + b.shard_offset, bucket.data(), layout_.slice(b)).wait();
+      p = bucket.data();
+    }
+    for (int id = b.first_tensor; id < b.end_tensor; ++id) {
+      const TensorInfo& t = layout_.tensor(id);
+      if (t.size && which(t)) h = fnv1a(p + (t.offset - b.offset), t.size * sizeof(float), h);
+    }
+  }
+  return h;
+}
+
 bool Trainer::reports_loss() const {
   return groups_.coord(kPp) == o_.pp - 1 && groups_.coord(kTp) == 0;
 }
@@ -86,6 +146,7 @@ StepResult Trainer::train_step() {
   sampler_.next(data_, o_.batch, T, slices_, groups_.data_ranks(), inputs_.data(), targets_.data());
   sync_.begin_step();
   grads_.begin_step();
+  plan_gathers(false);
   const double loss_sum = pipe_->train(inputs_.data(), targets_.data(), micro_batch_, T, grads_);
   // The mean loss reaches every rank from the ranks that compute it (one per data-parallel
   // replica). A member, not a local: the reduction writes to it from the communicator's
@@ -113,6 +174,7 @@ StepResult Trainer::train_step() {
   r.time_s = StepClock::now() - t_start;
   r.comm_wait_s = clock_.comm_s();
   r.idle_s = clock_.idle_s();
+  r.gather_s = clock_.gather_s();
   const auto bytes_after = groups_.bytes();
   for (size_t i = 0; i < r.bytes.size(); ++i) r.bytes[i] = bytes_after[i] - bytes_before[i];
   ++step_;
@@ -133,6 +195,7 @@ double Trainer::evaluate() {
     for (size_t k = 0; k < mine.size(); k += slices_.size()) {
       const std::vector<int> some(mine.begin() + k, mine.begin() + std::min(mine.size(), k + slices_.size()));
       val_batch(data_, i, o_.batch, T, some, groups_.data_ranks(), inputs_.data(), targets_.data());
+      plan_gathers(true);
       sum += pipe_->evaluate(inputs_.data(), targets_.data(), micro_batch_, T);
     }
   }
@@ -155,20 +218,21 @@ std::string Trainer::sample(int len, uint64_t seed) {
   TensorParallel alone(one, false, unused);
   std::unique_ptr<Gpt> owned;
   Buffer<float> whole_params;
+  std::unique_ptr<FlatWeights> whole_weights;
   Gpt* model = chunks_[0].get();
-  if (groups_.model_parallel()) {
+  if (groups_.model_parallel() || sharded()) {
     if (root) {
       whole = std::make_unique<ParamLayout>(o_.model, 1, bucket_elems(o_));
       gathered.assign(whole->padded_size(), 0.0f);
     }
-    gather_whole(host_copy(Section::params).data(), false, [&](int id, const float* t) {
+    gather_whole(host_copy(Section::params).data(), sharded(), [&](int id, const float* t) {
       std::memcpy(gathered.data() + whole->tensor(id).offset, t, whole->tensor(id).size * sizeof(float));
     });
     if (root) {
       whole_params = Buffer<float>(k_, gathered.size());
       k_.upload(whole_params.data(), gathered.data(), whole_params.bytes());
-      owned = std::make_unique<Gpt>(*whole, ModelPartition::whole(o_.model).chunks[0], whole_params.data(),
-                                    k_, alone, 1);
+      whole_weights = std::make_unique<FlatWeights>(*whole, whole_params.data());
+      owned = std::make_unique<Gpt>(*whole, ModelPartition::whole(o_.model).chunks[0], *whole_weights, k_, alone, 1);
       model = owned.get();
     }
   }
@@ -195,31 +259,26 @@ std::string Trainer::sample(int len, uint64_t seed) {
       }
     }
     ctx.push_back(next);
-    out.push_back(static_cast<char>(next));
+    // Bytes as text; other vocabularies (token shards: no tokenizer here) as token ids.
+    if (V == 256)
+      out.push_back(static_cast<char>(next));
+    else
+      out += (out.empty() ? "" : " ") + std::to_string(next);
   }
   return out;
 }
 
-uint64_t Trainer::param_checksum() const {
-  const std::vector<float> p = params_.to_host();
-  uint64_t h = fnv1a(nullptr, 0);
-  for (const auto& t : layout_.tensors())
-    h = fnv1a(p.data() + t.offset, t.size * sizeof(float), h);
-  return h;
+uint64_t Trainer::param_checksum() {
+  return checksum([](const TensorInfo&) { return true; });
 }
 
-uint64_t Trainer::replicated_checksum() const {
-  const std::vector<float> p = params_.to_host();
-  uint64_t h = fnv1a(nullptr, 0);
-  for (const auto& t : layout_.tensors())
-    if (t.split == Split::none) h = fnv1a(p.data() + t.offset, t.size * sizeof(float), h);
-  return h;
+uint64_t Trainer::replicated_checksum() {
+  return checksum([](const TensorInfo& t) { return t.split == Split::none; });
 }
 
-uint64_t Trainer::embedding_checksum() const {
-  const TensorInfo& wte = layout_.tensor(tensor_wte());
-  const std::vector<float> p = params_.to_host(wte.offset, wte.size);
-  return fnv1a(p.data(), p.size() * sizeof(float));
+uint64_t Trainer::embedding_checksum() {
+  const TensorInfo* wte = &layout_.tensor(tensor_wte());
+  return checksum([wte](const TensorInfo& t) { return &t == wte; });
 }
 
 }  // namespace strata::train

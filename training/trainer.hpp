@@ -21,9 +21,11 @@
 #include "options.hpp"
 #include "parallel_groups.hpp"
 #include "pipeline.hpp"
+#include "sharded_params.hpp"
 #include "step_clock.hpp"
 #include "step_grads.hpp"
 #include "tensor_parallel.hpp"
+#include "weights.hpp"
 
 namespace strata::train {
 
@@ -34,19 +36,21 @@ struct StepResult {
   double time_s;       // the whole step on this rank
   double comm_wait_s;  // exposed communication (StepClock), and waiting for reductions
   double idle_s;       // waiting for a pipeline neighbour
+  double gather_s;     // waiting for ZeRO-3's parameter gathers (on the host; 0 on a device)
   std::array<uint64_t, ParallelGroups::kTrafficKinds> bytes;  // issued in this step, per group
 };
 
 class Trainer {
  public:
-  Trainer(const Options& o, ParallelGroups& groups, const TextData& data, const Kernels& k);
+  Trainer(const Options& o, ParallelGroups& groups, const TokenData& data, const Kernels& k);
   ~Trainer();
 
   int step() const { return step_; }  // optimizer steps completed
   StepResult train_step();
   double evaluate();  // collective: mean validation loss
-  // Collective: text from the model, on rank 0 ("" elsewhere). Under model parallelism
-  // the whole parameters are gathered to rank 0 first.
+  // Collective: text from the model, on rank 0 ("" elsewhere): bytes, or with another
+  // vocabulary than 256 the token ids. Under model parallelism or ZeRO-3 the whole
+  // parameters are gathered to rank 0 first.
   std::string sample(int len, uint64_t seed);
 
   // strata-train --on-failure shrink (training/trainer_shrink.cpp), after a rank of a pure
@@ -84,20 +88,36 @@ class Trainer {
   // a buffer laid out as the parameters (sent by data-parallel rank 0), or with `sharded`
   // a moment buffer of this rank's ZeRO slices (sent by every data-parallel rank).
   void gather_whole(const float* src, bool sharded, const std::function<void(int, const float*)>& emit);
-  // This rank's pieces of a canonical section (read(first, n, out): n floats from canonical
-  // index `first`) into a buffer laid out as the parameters; padding is zero.
-  void read_pieces(const std::function<void(size_t, size_t, float*)>& read, float* flat) const;
+  // Fills a buffer laid out as this rank's flat parameter buffer, or with `sharded` as its
+  // ZeRO slices (the parameters under ZeRO-3, the Adam moments under ZeRO 1-3), from
+  // piece_of(id, piece), which writes this rank's piece of tensor `id`; padding is zero.
+  // A bucket at a time: a shard is filled without the whole buffer.
+  using PieceOf = std::function<void(int, float*)>;
+  void fill(const PieceOf& piece_of, float* out, bool sharded) const;
+  // The same into a buffer in the kernels' memory (on the host in place, so that no second
+  // copy of it exists even for a moment).
+  void fill(const PieceOf& piece_of, Buffer<float>& out, bool sharded) const;
+  // piece_of from a canonical section (read(first, n, out): n floats from canonical index
+  // `first`, as a checkpoint holds them).
+  PieceOf pieces_of(const std::function<void(size_t, size_t, float*)>& read) const;
 
   const ParamLayout& layout() const { return layout_; }
   const Kernels& kernels() const { return k_; }  // where the parameters are
-  float* params() { return params_.data(); }  // this rank's flat (padded) parameter buffer, in the kernels' memory
+  // This rank's parameters, in the kernels' memory: the flat (padded) buffer, or under
+  // ZeRO-3 its shard of it (layout().shard_size() floats).
+  float* params() { return params_.data(); }
+  size_t param_count() const { return params_.size(); }
+  bool sharded() const { return o_.zero == 3; }
   CheckpointHeader checkpoint_header() const;  // this run's model, data position and step
-  uint64_t param_checksum() const;       // over this rank's parameters
-  uint64_t replicated_checksum() const;  // over its tensor-parallel replicated tensors
+  // Checksums of this rank's parameters (under ZeRO-3 collective: of the gathered ones).
+  uint64_t param_checksum();
+  uint64_t replicated_checksum();  // over its tensor-parallel replicated tensors
   // Over its piece of the tied embedding (the first stage's wte, the last stage's head).
-  uint64_t embedding_checksum() const;
+  uint64_t embedding_checksum();
   std::string memory_report() const;
   int staging_peak() const { return sync_.staging_peak(); }
+  uint64_t gathers() const { return sharded_ ? sharded_->gathers() : 0; }  // ZeRO-3's, so far
+  int gathered_buffers() const { return sharded_ ? sharded_->buffers() : 0; }
   size_t activation_bytes() const { return pipe_->peak_activation_bytes(); }
   int microbatches_in_flight() const { return pipe_->peak_in_flight(); }
 
@@ -107,16 +127,24 @@ class Trainer {
   std::vector<float> host_copy(Section s) const;
   // This stage's pipeline over its chunks; loss_scale as in Pipeline::Shape.
   void build_pipeline(int microbatches, float loss_scale);
+  // ZeRO-3: the layer groups the pipeline's next pass (a training step or an evaluation)
+  // opens, planned for prefetching.
+  void plan_gathers(bool evaluation);
+  // FNV-1a over the tensors of this rank's flat parameter buffer that `which` picks, in
+  // buffer order (under ZeRO-3 collective: each bucket gathered in turn).
+  uint64_t checksum(const std::function<bool(const TensorInfo&)>& which);
 
   const Options& o_;
   ParallelGroups& groups_;
-  const TextData& data_;
+  const TokenData& data_;
   const Kernels& k_;
   int local_batch_, micro_batch_;
   StepClock clock_;
   TensorParallel tp_;
   ParamLayout layout_;
   Buffer<float> params_;  // in the kernels' memory, as everything the step computes on
+  std::unique_ptr<Weights> weights_;  // where the chunks read params_: FlatWeights, or ShardedParams
+  ShardedParams* sharded_ = nullptr;  // weights_ under ZeRO-3
   std::vector<std::unique_ptr<Gpt>> chunks_;
   GradSync sync_;
   StepGrads grads_;
@@ -149,5 +177,8 @@ void check_checkpoint_matches(const CheckpointHeader& h, const Options& o);
 size_t bucket_elems(const Options& o);
 // What this rank holds: its tensor-parallel piece of the chunks of its pipeline stage.
 ModelPartition partition_of(const Options& o, int tp_rank, int stage);
+// The layout of that piece over `shards` data-parallel ranks (ZeRO-3: buckets of whole
+// layer groups).
+ParamLayout layout_of(const Options& o, int tp_rank, int stage, int shards);
 
 }  // namespace strata::train

@@ -44,8 +44,7 @@ void Trainer::gather_whole(const float* src, bool sharded, const std::function<v
   if (root) {
     for (int t = 0; t < T; ++t)
       for (int p = 0; p < P; ++p) {
-        layouts.push_back(
-            std::make_unique<ParamLayout>(o_.model, partition_of(o_, t, p), D, bucket_elems(o_)));
+        layouts.push_back(std::make_unique<ParamLayout>(layout_of(o_, t, p, D)));
         segments.emplace_back();
         for (int d = 0; d < D; ++d) segments.back().push_back(sends(*layouts.back(), d));
       }
@@ -108,9 +107,10 @@ void Trainer::save(const std::string& dir) {
   const bool root = groups_.world().rank() == 0;
   std::unique_ptr<CheckpointWriter> w;
   if (root) w = std::make_unique<CheckpointWriter>(dir);
-  // The moments are sharded under ZeRO (each data-parallel rank holds its slices).
+  // The moments are sharded under ZeRO (each data-parallel rank holds its slices), the
+  // parameters under ZeRO-3.
   for (Section s : {Section::params, Section::adam_m, Section::adam_v})
-    gather_whole(host_copy(s).data(), s != Section::params && o_.zero > 0, [&](int id, const float* whole) {
+    gather_whole(host_copy(s).data(), s == Section::params ? sharded() : o_.zero > 0, [&](int id, const float* whole) {
       w->append(whole, layout_.tensor(id).full_size);
     });
   if (root) w->commit(checkpoint_header());
@@ -153,15 +153,12 @@ void check_checkpoint_matches(const CheckpointHeader& h, const Options& o) {
                      ", nothing left to do for --steps " + std::to_string(o.steps));
 }
 
-void Trainer::read_pieces(const std::function<void(size_t, size_t, float*)>& read, float* flat) const {
-  const ModelPartition& part = layout_.partition();
-  std::fill(flat, flat + layout_.padded_size(), 0.0f);
-  for (int id = 0; id < tensor_count(o_.model); ++id) {
-    if (!layout_.holds(id)) continue;
-    const TensorInfo& t = layout_.tensor(id);
-    for (const ShardRun& run : shard_runs(t, part.tp, part.tp_rank))
-      read(canonical_offset_[id] + run.whole, run.len, flat + t.offset + run.local);
-  }
+Trainer::PieceOf Trainer::pieces_of(const std::function<void(size_t, size_t, float*)>& read) const {
+  return [this, read](int id, float* piece) {
+    const ModelPartition& part = layout_.partition();
+    for (const ShardRun& run : shard_runs(layout_.tensor(id), part.tp, part.tp_rank))
+      read(canonical_offset_[id] + run.whole, run.len, piece + run.local);
+  };
 }
 
 void Trainer::load(const CheckpointReader& r) {
@@ -172,16 +169,10 @@ void Trainer::load(const CheckpointReader& r) {
   auto section = [&](Section s) {
     return [&r, s](size_t first, size_t n, float* out) { r.read(s, first, n, out); };
   };
-  std::vector<float> flat(layout_.padded_size());
-  read_pieces(section(Section::params), flat.data());
-  k_.upload(params_.data(), flat.data(), params_.bytes());
-  // The moments this rank's optimizer keeps (all, or its ZeRO slices).
-  for (Section s : {Section::adam_m, Section::adam_v}) {
-    read_pieces(section(s), flat.data());
-    float* state = (s == Section::adam_m ? opt_.m() : opt_.v()).data();
-    for (const Segment& g : sync_.segments())
-      k_.upload(state + g.state, flat.data() + g.param, g.len * sizeof(float));
-  }
+  fill(pieces_of(section(Section::params)), params_, sharded());
+  // The moments this rank's optimizer keeps: all, or its ZeRO slices.
+  fill(pieces_of(section(Section::adam_m)), opt_.m(), o_.zero > 0);
+  fill(pieces_of(section(Section::adam_v)), opt_.v(), o_.zero > 0);
   step_ = static_cast<int>(h.step);
   sampler_.restore(h.data_rng, h.batches_drawn);
 }

@@ -78,6 +78,11 @@ INSTANTIATE_TEST_SUITE_P(
                     Layout{"dp2", 2, {"--dp", "2"}},
                     Layout{"dp2_zero1", 2, {"--dp", "2", "--zero", "1"}},
                     Layout{"dp2_zero2", 2, {"--dp", "2", "--zero", "2"}},
+                    // ZeRO-3's gathers on a stream of their own: a layer computed before its
+                    // gather landed, or a gather into a buffer still being read, shows here.
+                    Layout{"dp2_zero3", 2, {"--dp", "2", "--zero", "3"}},
+                    Layout{"dp2_zero3_prefetch2_recompute", 2,
+                           {"--dp", "2", "--zero", "3", "--prefetch", "2", "--recompute", "block"}},
                     Layout{"dp2_grad_bf16", 2, {"--dp", "2", "--grad-dtype", "bf16"}},
                     Layout{"dp2_zero2_grad_bf16", 2, {"--dp", "2", "--zero", "2", "--grad-dtype", "bf16"}},
                     Layout{"diloco_2_islands", 2, {"--dp", "2", "--diloco-h", "5", "--islands", "2"}},

@@ -141,6 +141,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"pp2_1f1b_H10", 4, "--pp 2 --microbatches 4 --schedule 1f1b", 10, true},
                       Case{"tp2_pp2_H10", 8, "--tp 2 --pp 2 --microbatches 4", 10, true},
                       Case{"pp2_dp2_zero2_H10", 8, "--pp 2 --dp 4 --zero 2 --microbatches 2", 10},
+                      // ZeRO-3: each data-parallel rank of an island its own shard, synced with
+                      // the rank holding the same shard in the other island.
+                      Case{"dp2_zero3_H10", 4, "--dp 4 --zero 3", 10, true},
                       // Streaming: fragment p is the same layer group on both stages as in the whole
                       // model, so each stage has fragments it holds nothing of (not exchanged).
                       Case{"pp2_streaming_H10", 4, "--pp 2 --microbatches 4", 10, false,

@@ -125,7 +125,8 @@ TEST(GradCheck, MatchesPyTorch) {
   st::GradSync sync(group, layout, 0, k);
   st::StepClock clock;
   st::TensorParallel tp(group, false, clock);
-  st::Gpt model(layout, layout.partition().chunks[0], params.data(), k, tp, B);
+  st::FlatWeights weights(layout, params.data());
+  st::Gpt model(layout, layout.partition().chunks[0], weights, k, tp, B);
   auto acts = model.make_activations();
   st::AdamW opt(st::AdamWConfig{lr, beta1, beta2, 1e-8f, wd}, sync.state_size(), k);
 

@@ -117,20 +117,29 @@ TEST(OnFailureShrink, KilledRankZeroTheOthersStayOnTheSerialCurve) { kill_one_an
 // layout that fits them, tp 2 x pp 2 x dp 1 on 4 ranks (the other 3 leave), and must print
 // the losses of a fresh tp 2 x pp 2 run resumed from that checkpoint, which an
 // uninterrupted run stopped at that step writes (bit for bit: the run is deterministic).
-void back_to_the_checkpoint_after_killing(int victim) {
-  constexpr int kRanks = 8, kEnd = 20;
+// Or another layout: its ranks, flags, the layout the survivors go on as, and on how many.
+struct Shrunk {
+  int ranks = 8;
+  std::vector<std::string> layout = {"--tp", "2", "--pp", "2", "--microbatches", "4", "--zero", "1"};
+  std::string goes_on = "7 ranks left, 4 go on as tp 2 x pp 2 x dp 1";
+  int after = 4;  // ranks
+  std::vector<std::string> after_flags = {};  // of a fresh run of that layout
+};
+void back_to_the_checkpoint_after_killing(int victim, const Shrunk& c = {}) {
+  const int kRanks = c.ranks;
+  constexpr int kEnd = 20;
   const size_t kVictim = static_cast<size_t>(victim);
   std::vector<std::string> model = {"--data",     STRATA_DATA_PATH, "--layers", "2",   "--heads",    "4",
                                     "--dim",      "32",             "--ctx",    "16",  "--batch",    "8",
                                     "--steps",    std::to_string(kEnd), "--warmup", "5", "--lr",     "3e-3",
                                     "--eval-every", "10",           "--eval-batches", "2", "--sample-len", "0",
-                                    "--bucket-mb", "0.01",          "--threads", "1",  "--tp",       "2",
-                                    "--pp",       "2",              "--microbatches", "4"};
+                                    "--bucket-mb", "0.01",          "--threads", "1"};
+  model.insert(model.end(), c.layout.begin(), c.layout.end());
   const std::string ckpt = train_test::make_temp_dir("relayout"), ref_dir = train_test::make_temp_dir("relayout-ref");
 
   std::vector<std::string> argv{STRATA_TRAIN_PATH};
   for (const std::string& a : model) argv.push_back(a);
-  argv.insert(argv.end(), {"--zero", "1", "--save", ckpt, "--save-every", "5", "--on-failure", "shrink"});
+  argv.insert(argv.end(), {"--save", ckpt, "--save-every", "5", "--on-failure", "shrink"});
   strata_test::JobSpecs js = strata_test::job_specs(argv, kRanks, {{"STRATA_TIMEOUT", "20"}}, {});
   std::vector<strata_test::Process> ranks;
   for (const auto& spec : js.ranks) ranks.emplace_back(spec);
@@ -159,18 +168,19 @@ void back_to_the_checkpoint_after_killing(int victim) {
     for (auto& [k, v] : losses(res[r].out)) got[k] = v;
   }
   ASSERT_EQ(went_on.size(), 1u) << all;
-  EXPECT_NE(went_on[0].find("rank " + std::to_string(victim) + " failed; 7 ranks left, 4 go on as tp 2 x pp 2 x dp 1"),
-            std::string::npos) << went_on[0];
+  EXPECT_NE(went_on[0].find("rank " + std::to_string(victim) + " failed; " + c.goes_on), std::string::npos)
+      << went_on[0];
   int at = 0;
   ASSERT_NE(went_on[0].find("from the checkpoint of step "), std::string::npos) << went_on[0];
   std::sscanf(went_on[0].c_str() + went_on[0].find("from the checkpoint of step "), "from the checkpoint of step %d", &at);
   EXPECT_TRUE(at >= 5 && at % 5 == 0) << went_on[0];
-  EXPECT_EQ(left.size(), 3u) << all;
+  EXPECT_EQ(static_cast<int>(left.size()), kRanks - 1 - c.after) << all;
 
   const train_test::TrainRun first = train_test::run_train(
-      kRanks, train_test::plus(model, {"--zero", "1", "--stop-at", std::to_string(at), "--save", ref_dir}));
+      kRanks, train_test::plus(model, {"--stop-at", std::to_string(at), "--save", ref_dir}));
   ASSERT_TRUE(first.ok()) << first.describe();
-  const train_test::TrainRun resumed = train_test::run_train(4, train_test::plus(model, {"--resume", ref_dir}));
+  const train_test::TrainRun resumed = train_test::run_train(
+      c.after, train_test::plus(train_test::plus(model, c.after_flags), {"--resume", ref_dir}));
   ASSERT_TRUE(resumed.ok()) << resumed.describe();
   train_test::remove_tree(ref_dir);
   double worst = 0;
@@ -187,7 +197,7 @@ void back_to_the_checkpoint_after_killing(int victim) {
     EXPECT_LE(rel_diff(got["v" + std::to_string(step)], loss), 1e-5) << "validation at step " << step;
   }
   std::cout << went_on[0] << "\n" << left.size() << " survivors left the job; losses 1-" << at
-            << " against the uninterrupted run, " << at + 1 << "-" << kEnd << " against tp 2 x pp 2 resumed from its checkpoint: worst relative " << worst
+            << " against the uninterrupted run, " << at + 1 << "-" << kEnd << " against the survivors' layout resumed from its checkpoint: worst relative " << worst
             << "; from the kill to the survivors going on: " << recovered_s << " s\n";
 }
 
@@ -195,6 +205,12 @@ TEST(OnFailureShrink, ModelParallelGoesBackToTheCheckpointOnFewerRanks) { back_t
 
 // Rank 0 prints and writes the checkpoints: rank 1 takes both over.
 TEST(OnFailureShrink, ModelParallelGoesBackToTheCheckpointWithoutRankZero) { back_to_the_checkpoint_after_killing(0); }
+
+// ZeRO-3 over 4 ranks: each held a quarter of the parameters. The 3 survivors go back to
+// the checkpoint as dp 2 (the largest that divides the batch), and one leaves.
+TEST(OnFailureShrink, Zero3GoesBackToTheCheckpointOnFewerRanks) {
+  back_to_the_checkpoint_after_killing(2, Shrunk{4, {"--dp", "4", "--zero", "3"}, "3 ranks left, 2 go on as tp 1 x pp 1 x dp 2", 2, {"--dp", "2"}});
+}
 
 // Where a rank holds what no other does, the survivors need a checkpoint to go back to.
 TEST(OnFailureShrink, RefusedWithoutACheckpointToGoBackTo) {

@@ -63,12 +63,15 @@ TEST(Options, MistakesInOurWords) {
       {{"-x"}, "unexpected argument '-x'"},
       {{"-hx"}, "unexpected argument '-hx'"},
       {{"--steps", "3", "stray"}, "unexpected argument 'stray'"},
-      {{"--data"}, "option '--data' needs a value (FILE)"},
+      {{"--data"}, "option '--data' needs a value (FILES)"},
       {{"--steps", "3", "--batch"}, "option '--batch' needs a value (N)"},
       {{"--help=1"}, "option '--help' takes no value"},
       {{"--layers", "0"}, "--layers needs a whole number from 1 to 1024, got '0'"},
       {{"--layers", "-1"}, "--layers needs a whole number from 1 to 1024, got '-1'"},
-      {{"--zero", "3"}, "--zero needs a whole number from 0 to 2, got '3'"},
+      {{"--zero", "4"}, "--zero needs a whole number from 0 to 3, got '4'"},
+      {{"--recompute", "all"}, "--recompute needs none or block, got 'all'"},
+      {{"--vocab", "65537"}, "--vocab needs a whole number from 1 to 65536, got '65537'"},
+      {{"--prefetch", "-1"}, "--prefetch needs a whole number from 0 to 1024, got '-1'"},
       {{"--lr", "nan"}, "--lr needs a number from 0 to 10, got 'nan'"},
       {{"--clip", "1e10"}, "--clip needs a number from 0 to 1e+09, got '1e10'"},
       {{"--bucket-mb", "0"}, "--bucket-mb needs a number from 1e-06 to 1e+06, got '0'"},
@@ -118,6 +121,34 @@ TEST(Options, DeviceValuesAndMistakes) {
   }
 }
 
+// ZeRO-3, recomputation, token shards: the values, and --prefetch only with --zero 3.
+TEST(Options, ZeroThreeRecomputeAndShards) {
+  Options o = parse({"--zero", "3", "--recompute", "block", "--vocab", "50257", "--data", "a.bin,b.bin",
+                     "--val-data", "c.bin"});
+  validate_options(o, 1, false);
+  EXPECT_EQ(o.zero, 3);
+  EXPECT_EQ(o.prefetch, 1);  // the default
+  EXPECT_TRUE(o.recompute);
+  EXPECT_EQ(o.model.vocab, 50257);
+  EXPECT_EQ(o.data, "a.bin,b.bin");
+  EXPECT_EQ(o.val_data, "c.bin");
+  Options p = parse({"--zero", "3", "--prefetch", "0"});
+  validate_options(p, 1, false);
+  EXPECT_EQ(p.prefetch, 0);
+  validate_options(p, 1, false);  // again, as a shrink does
+  EXPECT_FALSE(parse({"--recompute", "none"}).recompute);
+  Options bad = parse({"--zero", "2", "--prefetch", "2"});
+  try {
+    validate_options(bad, 1, false);
+    ADD_FAILURE() << "--prefetch without --zero 3 was taken";
+  } catch (const TrainError& e) {
+    EXPECT_EQ(std::string(e.what()), "--prefetch is for --zero 3 (layers gathered ahead)");
+  }
+  Options plain = parse({"--zero", "1"});
+  validate_options(plain, 1, false);
+  validate_options(plain, 1, false);
+}
+
 TEST(Options, DilocoValuesAndMistakes) {
   Options o = parse({"--diloco-h", "50", "--islands", "2", "--outer-lr", "0.5", "--outer-momentum", "0.8",
                      "--outer-dtype", "fp4", "--fragments", "4", "--overlap", "1", "--mix", "0.25"});
@@ -165,9 +196,13 @@ TEST(Options, DilocoValuesAndMistakes) {
 TEST(Options, UsageListsEveryFlag) {
   const std::string u = usage_text();
   EXPECT_EQ(u.rfind("usage: strata-train [options]\n", 0), 0u) << u;
-  for (const char* line : {"  --data FILE         text file to train on (default data/tinyshakespeare.txt)\n",
-                           "  --zero 0|1|2        0: all-reduce; 1: shard optimizer state; 2: also shard gradients "
-                           "(default 0)\n",
+  for (const char* line : {"  --data FILES        text file, or llm.c uint16 token shards (.bin), comma-separated, "
+                           "to train on (default data/tinyshakespeare.txt); the last tenth is the validation split "
+                           "unless --val-data\n",
+                           "  --zero 0|1|2|3      0: all-reduce; 1: shard optimizer state; 2: also shard gradients; "
+                           "3: also shard parameters, gathered per layer as used (default 0)\n",
+                           "  --recompute none|block\n                      block: keep only each transformer block's "
+                           "input and compute its forward again in backward (default none)\n",
                            "  --help              print this help\n"})
     EXPECT_NE(u.find(line), std::string::npos) << line << u;
 }

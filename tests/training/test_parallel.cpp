@@ -137,6 +137,11 @@ void expect_same_losses(const TrainRun& r, const TrainRun& s, int from, double* 
 // Ranks holding the same tensors hold the same values: the data-parallel replicas of a
 // (tp, pp) position everything, the tensor-parallel ranks of a stage the replicated tensors.
 void expect_replicas_agree(const TrainRun& r, int ranks) {
+  if (r.proc.out.find(" | tp ") == std::string::npos) {  // data parallel alone: every rank a replica
+    ASSERT_EQ(static_cast<int>(r.checksums.size()), ranks) << r.describe();
+    for (const std::string& c : r.checksums) EXPECT_EQ(c, r.checksums[0]) << "dp replicas differ";
+    return;
+  }
   ASSERT_EQ(static_cast<int>(r.ranks.size()), ranks) << r.describe();
   for (const auto& a : r.ranks)
     for (const auto& b : r.ranks) {
@@ -199,6 +204,15 @@ std::vector<Case> cases() {
       v.push_back({"tp2_pp2_dp2_" + sched + tag, 8, "--tp 2 --pp 2 --dp 2 --zero 1" + m + sp});
     }
   }
+  // ZeRO-3: parameters sharded and gathered per layer group, alone and under every kind of
+  // model parallelism, with prefetch and recomputation.
+  v.push_back({"dp2_zero3", 2, "--dp 2 --zero 3"});
+  v.push_back({"dp4_zero3_prefetch2", 4, "--dp 4 --zero 3 --prefetch 2"});
+  v.push_back({"dp4_zero3_prefetch0", 4, "--dp 4 --zero 3 --prefetch 0"});
+  v.push_back({"tp2_dp2_zero3_sp", 4, "--tp 2 --dp 2 --zero 3 --sequence-parallel"});
+  v.push_back({"pp2_dp2_zero3_1f1b", 4, "--pp 2 --dp 2 --zero 3 --microbatches 4 --schedule 1f1b"});
+  v.push_back({"tp2_pp2_dp2_zero3_1f1b_sp_recompute", 8,
+               "--tp 2 --pp 2 --dp 2 --zero 3 --microbatches 4 --schedule 1f1b --sequence-parallel --recompute block"});
   return v;
 }
 
@@ -234,6 +248,36 @@ TEST(ParallelResume, AcrossLayouts) {
     EXPECT_TRUE(d.ok()) << to.name << ": state at step 20: " << describe(d);
     std::cout << "tp 2 x pp 2 checkpoint at step 10 resumed as " << to.name << ": losses 11..20 worst relative "
               << worst << " against the uninterrupted serial run; state at 20: " << describe(d) << "\n";
+  }
+}
+
+// A checkpoint written under ZeRO-3 (each rank holding its shard of the parameters) holds
+// the whole model as any other: it continues the serial curve under ZeRO-1 on as many ranks
+// and under ZeRO-3 on twice as many, and a ZeRO-1 checkpoint continues under ZeRO-3.
+TEST(ParallelResume, Zero3AcrossZeroModesAndRankCounts) {
+  const Serial& s = serial(6);
+  ASSERT_TRUE(s.run.ok()) << s.run.describe();
+  struct Leg {
+    const char* name;
+    int ranks;
+    std::vector<std::string> flags;
+  };
+  const Leg z3{"dp 2 zero 3", 2, {"--dp", "2", "--zero", "3"}};
+  const Leg z1{"dp 2 zero 1", 2, {"--dp", "2", "--zero", "1"}};
+  const Leg z3_4{"dp 4 zero 3", 4, {"--dp", "4", "--zero", "3"}};
+  for (const auto& [from, to] : {std::pair{z3, z1}, std::pair{z3, z3_4}, std::pair{z1, z3}}) {
+    TempDir dir, end;
+    TrainRun first = run_train(from.ranks, plus(plus(model_args(6), from.flags), {"--stop-at", "10", "--save", dir.path}));
+    ASSERT_TRUE(first.ok()) << first.describe();
+    TrainRun r = run_train(to.ranks, plus(plus(model_args(6), to.flags), {"--resume", dir.path, "--save", end.path}));
+    ASSERT_TRUE(r.ok()) << r.describe();
+    ASSERT_EQ(r.loss.size(), 10u) << r.describe();
+    double worst = 0;
+    expect_same_losses(r, s.run, 11, &worst);
+    const StateDiff d = compare_state(end.path, s.dir.path);
+    EXPECT_TRUE(d.ok()) << from.name << " -> " << to.name << ": state at step 20: " << describe(d);
+    std::cout << from.name << " checkpoint at step 10 resumed as " << to.name << ": losses 11..20 worst relative "
+              << worst << " against the serial run; state at 20: " << describe(d) << "\n";
   }
 }
 

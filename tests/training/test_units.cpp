@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,9 @@
 #include "layout.hpp"
 #include "model.hpp"
 #include "optimizer.hpp"
+#include "sharded_params.hpp"
 #include "train_proc.hpp"
+#include "weights.hpp"
 
 namespace st = strata::train;
 
@@ -97,7 +100,7 @@ class DataTest : public ::testing::Test {
 };
 
 TEST_F(DataTest, ValidationIsTheLastTenPercent) {
-  st::TextData d = st::TextData::load(path_, 16);
+  st::TokenData d = st::TokenData::load(path_, "", 16, 256);
   EXPECT_EQ(d.size(), 5000u);
   EXPECT_EQ(d.val_size(), 500u);
   EXPECT_EQ(d.train_size(), 4500u);
@@ -106,7 +109,7 @@ TEST_F(DataTest, ValidationIsTheLastTenPercent) {
 
 TEST_F(DataTest, RankSlicesFormTheGlobalBatch) {
   const int T = 16, batch = 8;
-  st::TextData d = st::TextData::load(path_, T);
+  st::TokenData d = st::TokenData::load(path_, "", T, 256);
   st::BatchSampler whole(42);
   std::vector<int> in(batch * T), tg(batch * T);
   std::vector<st::BatchSampler> ranks(4, st::BatchSampler(42));
@@ -128,7 +131,7 @@ TEST_F(DataTest, RankSlicesFormTheGlobalBatch) {
 
 TEST_F(DataTest, RestoredSamplerContinuesTheSameStream) {
   const int T = 16, batch = 4;
-  st::TextData d = st::TextData::load(path_, T);
+  st::TokenData d = st::TokenData::load(path_, "", T, 256);
   st::BatchSampler a(7);
   std::vector<int> in(batch * T), tg(batch * T), in2(batch * T);
   for (int i = 0; i < 3; ++i) a.next(d, batch, T, 0, 1, in.data(), tg.data());
@@ -141,8 +144,8 @@ TEST_F(DataTest, RestoredSamplerContinuesTheSameStream) {
 }
 
 TEST_F(DataTest, TooShortForTheContext) {
-  EXPECT_THROW(st::TextData::load(path_, 500), st::TrainError);  // validation has 500 bytes
-  EXPECT_NO_THROW(st::TextData::load(path_, 499));
+  EXPECT_THROW(st::TokenData::load(path_, "", 500, 256), st::TrainError);  // validation has 500 bytes
+  EXPECT_NO_THROW(st::TokenData::load(path_, "", 499, 256));
 }
 
 class CheckpointTest : public ::testing::Test {
@@ -242,9 +245,10 @@ TEST(Schedule, WarmupThenCosineToTenPercent) {
   EXPECT_FLOAT_EQ(st::clip_scale(4.0, 0.0f), 1.0f);
 }
 
-// In one process the three modes do the same arithmetic, so one optimizer step from the
-// same state must give bit-identical parameters; zero 2 must get there without ever
-// staging every bucket at once.
+// In one process the four modes do the same arithmetic, so one optimizer step from the
+// same state must give bit-identical parameters (ZeRO-3's in its own buffer order: its
+// buckets are whole layer groups); zero 2 and 3 must get there without ever staging every
+// bucket at once, and zero 3 gathering each group when the plan says.
 TEST(GradModes, AgreeInOneProcess) {
   const int B = 2, T = 32;
   std::vector<int> in(B * T), tg(B * T);
@@ -252,10 +256,11 @@ TEST(GradModes, AgreeInOneProcess) {
     in[i] = (i * 31) % 256;
     tg[i] = (i * 17 + 5) % 256;
   }
-  std::vector<float> result[3];
+  std::vector<float> result[4];
   int staging_peak = 0, buckets = 0;
-  for (int zero = 0; zero <= 2; ++zero) {
-    st::ParamLayout l(kOdd, 1, 1500);
+  uint64_t gathers = 0;
+  for (int zero = 0; zero <= 3; ++zero) {
+    st::ParamLayout l(kOdd, 1, 1500, zero == 3);
     st::Group g;
     std::vector<float> params(l.padded_size());
     st::init_params(l, params.data(), 3);
@@ -263,10 +268,17 @@ TEST(GradModes, AgreeInOneProcess) {
     st::Group one;
     st::StepClock clock;
     st::TensorParallel tp(one, false, clock);
-    st::Gpt model(l, l.partition().chunks[0], params.data(), st::cpu_kernels(), tp, B);
+    st::FlatWeights flat(l, params.data());
+    st::ShardedParams sharded(g, l, params.data(), st::cpu_kernels(), 1, clock);  // one shard: the flat buffer
+    st::Weights& w = zero == 3 ? static_cast<st::Weights&>(sharded) : flat;
+    const st::Chunk& chunk = l.partition().chunks[0];
+    st::Gpt model(l, chunk, w, st::cpu_kernels(), tp, B);
     auto acts = model.make_activations();
     st::AdamW opt(st::AdamWConfig{}, sync.state_size(), st::cpu_kernels());
     for (int step = 1; step <= 2; ++step) {
+      st::WeightUses uses = st::weight_uses(kOdd, chunk, true), back = st::weight_uses(kOdd, chunk, false);
+      uses.insert(uses.end(), back.begin(), back.end());
+      sharded.plan(uses);
       sync.begin_step();
       model.forward(*acts, in.data(), tg.data(), B, T);
       model.backward(*acts, sync, 1.0f);
@@ -275,16 +287,116 @@ TEST(GradModes, AgreeInOneProcess) {
                st::clip_scale(sync.global_norm(st::cpu_kernels()), 1.0f));
       sync.gather_params(params.data());
     }
-    result[zero] = params;
-    if (zero == 2) {
-      staging_peak = sync.staging_peak();
+    result[zero].resize(l.num_params());
+    st::flat_to_canonical(l, params.data(), result[zero].data());
+    if (zero >= 2) {
+      staging_peak = std::max(staging_peak, sync.staging_peak());
       buckets = static_cast<int>(l.buckets().size());
     }
+    if (zero == 3) gathers = sharded.gathers();
   }
   EXPECT_EQ(result[0], result[1]);
   EXPECT_EQ(result[0], result[2]);
-  EXPECT_LT(staging_peak, buckets) << "zero 2 staged every bucket at once";
-  std::cout << "zero 2: " << buckets << " buckets, at most " << staging_peak << " staged at once\n";
+  EXPECT_EQ(result[0], result[3]);
+  EXPECT_LT(staging_peak, buckets) << "zero 2 or 3 staged every bucket at once";
+  // Per step: forward gathers the embeddings, 2 blocks and the head's 2 groups; backward the
+  // 2 blocks again (the head's stay from its forward, and the embedding's backward reads none).
+  EXPECT_EQ(gathers, 2u * (1 + 2 + 2 + 2));
+  std::cout << "zero 2/3: at most " << staging_peak << " buckets staged at once; zero 3: " << gathers
+            << " group gathers in 2 steps\n";
+}
+
+// ZeRO-3's layout: no bucket holds two layer groups, and each group's span is exactly
+// the buckets of its tensors, for any bucket size, rank count and pipeline stage.
+TEST(Layout, GroupBucketsHoldOneLayerGroupEach) {
+  for (int shards : {1, 2, 3}) {
+    for (size_t bucket : {size_t{1}, size_t{3000}, size_t{1} << 30}) {
+      for (int stage = 0; stage < 2; ++stage) {
+        SCOPED_TRACE("shards " + std::to_string(shards) + " bucket " + std::to_string(bucket) + " stage " +
+                     std::to_string(stage));
+        const st::ModelPartition part{1, 0, {{stage, stage + 1, stage == 0, stage == 1}}};
+        st::ParamLayout l(kOdd, part, shards, bucket, true);
+        size_t covered = 0;
+        for (int g = 0; g < st::layer_groups(kOdd); ++g) {
+          const st::GroupSpan& span = l.group_span(g);
+          covered += span.padded;
+          for (int b = span.first_bucket; b < span.end_bucket; ++b)
+            for (int t = l.buckets()[b].first_tensor; t < l.buckets()[b].end_tensor; ++t) {
+              if (l.holds(t)) {
+                EXPECT_EQ(st::layer_group(kOdd, t), g) << l.tensor(t).name;
+              }
+            }
+        }
+        for (int t = 0; t < st::tensor_count(kOdd); ++t)
+          if (l.holds(t)) {
+            const st::GroupSpan& span = l.group_span(st::layer_group(kOdd, t));
+            EXPECT_GE(l.tensor(t).offset, span.offset);
+            EXPECT_LE(l.tensor(t).offset + l.tensor(t).size, span.offset + span.padded);
+          }
+        EXPECT_EQ(covered, l.padded_size());
+      }
+    }
+  }
+}
+
+// The gathers a plan issues and lets go, against a walk-through by hand: a forward of the
+// embeddings (0), blocks 1 and 2 and the head (3 with the tied 0), then its backward.
+TEST(ShardedParams, PlanGathersAheadAndKeepsOnlyWhatTheNextSetUses) {
+  const st::WeightUses uses = {{0}, {1}, {2}, {3, 0}, {3, 0}, {2}, {1}};
+  std::vector<char> none(4, 0);
+  EXPECT_EQ(st::ShardedParams::to_gather(uses, 0, 1, none), (std::vector<int>{0, 1}));
+  EXPECT_EQ(st::ShardedParams::to_gather(uses, 2, 2, none), (std::vector<int>{2, 3, 0}));
+  EXPECT_EQ(st::ShardedParams::to_gather(uses, 0, 0, none), (std::vector<int>{0}));
+  EXPECT_EQ(st::ShardedParams::to_gather(uses, 6, 3, none), (std::vector<int>{1}));  // the plan's end
+  std::vector<char> some = {1, 0, 1, 0};
+  EXPECT_EQ(st::ShardedParams::to_gather(uses, 2, 1, some), (std::vector<int>{3}));
+  EXPECT_EQ(st::ShardedParams::to_release(uses, 0), (std::vector<int>{0}));  // the head's 0 comes later, not next
+  EXPECT_TRUE(st::ShardedParams::to_release(uses, 3).empty());  // the head's backward follows at once
+  EXPECT_EQ(st::ShardedParams::to_release(uses, 4), (std::vector<int>{3, 0}));
+  EXPECT_EQ(st::ShardedParams::to_release(uses, 6), (std::vector<int>{1}));
+  // At once: the set open and `ahead` sets more, by the groups' sizes: blocks 1 and 2 of
+  // 100 floats, the embeddings 30, the head 5 (its pair makes 3 groups at ahead 1).
+  const std::vector<size_t> floats = {30, 100, 100, 5};
+  using Need = std::map<size_t, int>;
+  EXPECT_EQ(st::ShardedParams::buffers_needed(uses, 0, floats), (Need{{5, 1}, {30, 1}, {100, 1}}));
+  EXPECT_EQ(st::ShardedParams::buffers_needed(uses, 1, floats), (Need{{5, 1}, {30, 1}, {100, 2}}));
+  EXPECT_EQ(st::ShardedParams::buffers_needed(uses, 2, floats), (Need{{5, 1}, {30, 1}, {100, 2}}));
+}
+
+// One rank's ZeRO-3 parameters (its shard is the whole buffer), prefetching one set ahead.
+class OneRankSharded : public ::testing::Test {
+ protected:
+  OneRankSharded() { st::init_params(l, params.data(), 3); }
+  st::ParamLayout l{kOdd, 1, 1500, true};
+  std::vector<float> params = std::vector<float>(l.padded_size());
+  st::Group one;
+  st::StepClock clock;
+  st::ShardedParams w{one, l, params.data(), st::cpu_kernels(), 1, clock};
+};
+
+// A pass a failure interrupted leaves a group gathered ahead; the next plan gathers it
+// again (from the shard as it is now), not the stale copy.
+TEST_F(OneRankSharded, ANewPlanStartsFromNothingGathered) {
+  const int qkv = st::tensor_layer(0, st::kQkvW);  // group 1
+  w.plan({{0}, {1}});
+  w.open({0});  // gathers group 1 ahead
+  w.close();
+  params[l.tensor(qkv).offset] = 42.0f;  // the optimizer's step
+  w.plan({{1}});
+  w.open({1});
+  EXPECT_EQ(w.tensor(qkv)[0], 42.0f);
+  w.close();
+}
+
+// Opening out of the plan, or reading a group that is not open, is a bug caught at once.
+TEST_F(OneRankSharded, RefusesWhatThePlanDoesNotSay) {
+  w.plan({{0}, {1}});
+  EXPECT_THROW(w.open({1}), std::logic_error);
+  w.open({0});
+  EXPECT_EQ(w.tensor(st::tensor_wpe())[3], params[l.tensor(st::tensor_wpe()).offset + 3]);
+  EXPECT_THROW(w.tensor(st::tensor_layer(0, st::kQkvW)), std::logic_error);
+  EXPECT_THROW(w.plan({{0}}), std::logic_error);  // a pass is open
+  w.close();
 }
 
 // --grad-dtype bf16 in one process: the reduction is the identity, so each gradient the
@@ -315,7 +427,8 @@ TEST(GradModes, Bf16ReductionRoundsEachGradientOnce) {
       sync.reduce_in_bf16(bf16);
       st::StepClock clock;
       st::TensorParallel tp(one, false, clock);
-      st::Gpt model(l, l.partition().chunks[0], params.data(), st::cpu_kernels(), tp, B);
+      st::FlatWeights flat(l, params.data());
+      st::Gpt model(l, l.partition().chunks[0], flat, st::cpu_kernels(), tp, B);
       auto acts = model.make_activations();
       sync.begin_step();
       model.forward(*acts, in.data(), tg.data(), B, T);
