@@ -464,6 +464,24 @@ Cost cost(Algo algo, const CollArgs& a) {
   return c;
 }
 
+// Connections are made on need (core/connector): a plan that sends to every other rank
+// makes n - 1 of them per rank, so its first call costs n - 1 connection setups. On host
+// memory each is a control connection and a link of 1 + STRATA_TCP_NSOCKS descriptors over
+// tcp: beyond 256 ranks, more than the 1024 a cluster's `ulimit -n` often allows. On device
+// memory (ibverbs queue pairs, UCX endpoints, IPC) descriptors do not bound it, the setups
+// do: beyond 1,024 ranks. The tuner leaves such plans to communicators within these
+// bounds (STRATA_ALGO still forces them); the other plans' peers grow as O(log n) or
+// O(G + log N) (algorithms/connections.hpp; docs/architecture.md, "What a rank holds").
+constexpr int kAllPairsMaxPeersHost = 255, kAllPairsMaxPeersDevice = 1023;
+
+bool connects_too_many(Algo algo, const CollArgs& a) {
+  // Direct all_to_all has no alternative, and the direct barrier is a dissemination (2 log n peers).
+  const bool all_pairs = algo == Algo::direct && (a.coll == Collective::all_reduce || a.coll == Collective::reduce_scatter ||
+                                                  a.coll == Collective::all_gather);
+  const int most = a.memory == MemoryKind::device ? kAllPairsMaxPeersDevice : kAllPairsMaxPeersHost;
+  return all_pairs && a.nranks - 1 > most;
+}
+
 }  // namespace
 
 LinkModel cross_link(const Hierarchy& h) {
@@ -483,6 +501,7 @@ Choice tune(const CollArgs& a) {
                            (!a.hier || a.hier->levels.empty() || a.hier->levels[0].ngroups == 1);
   for (Algo algo : kAllAlgos) {
     if (!supports(algo, a.coll) || (algo == Algo::hierarchical && !hierarchy_splits(a))) continue;
+    if (connects_too_many(algo, a)) continue;
     if (device_node && algo != Algo::direct && algo != Algo::ring) continue;
     // A pipelined chain needs every rank of it copying at once. With more ranks than CPUs
     // each chunk's hand-off waits for the scheduler: broadcast on 4 ranks sharing 2 cores

@@ -257,9 +257,17 @@ void Acceptor::accept_waiting() {
   }
 }
 
+bool Acceptor::hello_waiting(const Pending& p) {
+  Hello h;
+  const size_t rest = sizeof h - p.got;
+  return ::recv(p.fd.get(), &h, rest, MSG_DONTWAIT | MSG_PEEK) == static_cast<ssize_t>(rest);
+}
+
 Deadline Acceptor::expire(Clock::time_point now, Deadline wake) {
   for (Pending& p : pending_) {
-    if (now >= p.hello_by) refuse(p, "no hello within " + hello_wait_text(), silent_);
+    // A hello that arrived in time but was not read yet (the process was busy, or not
+    // scheduled, for the wait: hundreds of ranks on a few cores) is read, not refused.
+    if (now >= p.hello_by && !hello_waiting(p)) refuse(p, "no hello within " + hello_wait_text(), silent_);
     else wake = std::min(wake, p.hello_by);
   }
   std::erase_if(pending_, [](const Pending& p) { return !p.fd.valid(); });

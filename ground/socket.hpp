@@ -141,6 +141,8 @@ class Acceptor {
   void refuse(Pending& p, const std::string& why, size_t& count);
   // Refuses pending connections past their hello deadline; the earliest deadline left.
   Deadline expire(Clock::time_point now, Deadline wake);
+  // The rest of its hello is in the socket, unread (this process was not polling).
+  static bool hello_waiting(const Pending& p);
   // Reads pending connection i's hello; a good one is moved to `ready`.
   void read_hello(size_t i, Accepted& ready);
   int listen_fd_;

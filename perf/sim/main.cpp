@@ -15,6 +15,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "algorithms/connections.hpp"
+#include "algorithms/tuner.hpp"
+#include "core/bootstrap/bootstrap.hpp"
 #include "options.hpp"
 #include "results.hpp"
 #include "simulate.hpp"
@@ -139,6 +142,28 @@ void print_cost(const SideRun& run, int nranks) {
               nranks, held.c_str(), run.steps, mb(static_cast<double>(run.compact_bytes)).c_str(),
               mb(static_cast<double>(run.largest_plan_bytes)).c_str(), run.build_s, run.replay_s, run.replay.messages,
               run.replay.reallocations, peak_rss_mb());
+}
+
+// What creating the communicator and this plan's first call cost, from the functions the
+// library picks its peers with (algorithms/connections.hpp) and the plans simulated. The
+// time is a model, not a replay: each bootstrap hop is a connection (3 round trips) and the
+// table's transfer over the outermost links; the first call's connections are made at
+// once, each 3 round trips.
+void print_creation(const SideRun& run, const Model& m, int n) {
+  int depth = 0;
+  for (int r = 0; r < n; ++r) {
+    int hops = 1;  // the root to rank 0
+    for (int p = r; p > 0; p = bootstrap_parent(p)) ++hops;
+    depth = std::max(depth, hops);
+  }
+  const double table = static_cast<double>(n) * sizeof(bootstrap::RankInfo);
+  const LinkModel top = cross_link(m.hierarchy);
+  const double hop_s = 6 * top.latency_s + table / top.bandwidth_Bps;
+  std::printf("# creation at %d ranks: the bootstrap table (%s) reaches the last rank after %d hops down a binomial tree "
+              "(about %.2f ms modelled); each rank then holds %zu overlay connections. This plan's first call connects "
+              "%d peers at most per rank (%.1f mean), %.0f connections in the job\n",
+              n, mb(table).c_str(), depth, depth * hop_s * 1e3, overlay_peers(0, n).size(), run.connections_max,
+              run.connections_mean, run.connections_mean * n / 2);
 }
 
 perf::SideResult side(const perf::Coll& coll, uint64_t bytes, int n, const SideRun& run) {
@@ -312,6 +337,7 @@ int sweep(const Model& m, const perf::Options& o, Collective coll, std::optional
   if (last) {
     print_links(*last, last_bytes);
     print_cost(*last, n);
+    print_creation(*last, m, n);
   }
   if (!o.json_path.empty()) {
     std::ofstream json(o.json_path);

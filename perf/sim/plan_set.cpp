@@ -1,9 +1,11 @@
 #include "plan_set.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 #include <unordered_map>
 
+#include "algorithms/connections.hpp"
 #include "algorithms/tuner.hpp"
 #include "ground/fnv1a.hpp"
 #include "ground/reduce.hpp"
@@ -184,6 +186,13 @@ PlanSet compact_plans(const Cluster& c, const SimCall& call, const std::function
     }
     if (held < n) shapes.push_back(shape_of(p, r));
     s.steps += p.steps.size();
+    std::vector<int> peers = overlay_peers(r, n);
+    for (const Step& st : p.steps)
+      if (st.peer >= 0 && st.peer != r) peers.push_back(st.peer);
+    std::sort(peers.begin(), peers.end());
+    const int connections = static_cast<int>(std::unique(peers.begin(), peers.end()) - peers.begin());
+    s.connections_max = std::max(s.connections_max, connections);
+    s.connections_mean += static_cast<double>(connections) / held;
     s.largest_plan_bytes = std::max(s.largest_plan_bytes, p.steps.capacity() * sizeof(Step) + p.round_begin.capacity() * 4);
     const Layout mem = layout_of(call, r);
     s.rank_first.push_back(s.rounds.size());

@@ -82,6 +82,11 @@ struct PlanSet {
   int period = 0;
   size_t steps = 0;  // plan steps over all ranks (folded: the held ranks' times the fold)
   size_t largest_plan_bytes = 0;  // the biggest Plan held while building
+  // The connections a held rank makes by this plan's first call (connected on need): its
+  // plan's peers and the failure overlay's (algorithms/connections.hpp), as the library
+  // connects them. Held ranks stand for the others.
+  int connections_max = 0;
+  double connections_mean = 0;
 
   int nranks() const { return static_cast<int>(rank_first.size()) - 1; }
   size_t rounds_of(int r) const { return rank_first[r + 1] - rank_first[r]; }

@@ -27,6 +27,8 @@ SideRun simulate(const Model& m, const SimCall& call, std::optional<Algo> forced
     run.algo = plans.algo;
     run.steps = plans.steps;
     run.held_ranks = plans.nranks();
+    run.connections_max = plans.connections_max;
+    run.connections_mean = plans.connections_mean;
     run.compact_bytes = plans.memory_bytes();
     run.largest_plan_bytes = plans.largest_plan_bytes;
     run.build_s = since(t0);

@@ -29,6 +29,8 @@ struct SideRun {
   ReplayResult replay;
   size_t steps = 0;             // plan steps over all ranks
   int held_ranks = 0;           // ranks whose plans were held (fewer: folded by rotation symmetry)
+  int connections_max = 0;      // per rank by the first call (PlanSet)
+  double connections_mean = 0;
   size_t compact_bytes = 0;     // the plans as the replay holds them
   size_t largest_plan_bytes = 0;
   double build_s = 0, replay_s = 0;  // wall time spent

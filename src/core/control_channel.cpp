@@ -344,13 +344,16 @@ void ControlChannel::throw_notice_error(const Notice& n, int from) {
 void ControlChannel::prefer_abort_notice(int culprit) {
   if (from_notice_) return;  // the error is a notice already: a goodbye behind it is its consequence
   // A rank that refused a call tells the ranks it is connected to and then may exit; a
-  // rank that was dialing it sees only the closed connection, and learns the verdict from
-  // a peer that relays it a moment later. Wait that moment, so every rank names one cause.
+  // rank that was dialing it, with no control connection to it yet, sees only a refused or
+  // closed connection, and learns the verdict from a peer that relays it a moment later.
+  // Wait that moment, so every rank names one cause. With a control connection to the
+  // culprit, its verdict came first on it: a killed rank is reported at once.
   for (const auto& [j, n] : deferred_) {  // read while the communicator was being created
     if (n.kind == 'A' || n.kind == 'R') throw_notice_error(n, j);
     if (n.kind == 'J') throw shrinking_error(n, j);
   }
-  const auto until = Clock::now() + kVerdictGrace;
+  const bool direct = culprit >= 0 && culprit < nranks_ && peers_[static_cast<size_t>(culprit)].fd.valid();
+  const auto until = Clock::now() + (direct ? Clock::duration::zero() : std::chrono::duration_cast<Clock::duration>(kVerdictGrace));
   for (;;) {
     std::vector<pollfd> fds;
     for (int j = 0; j < nranks_; ++j) {
