@@ -59,7 +59,7 @@ constexpr Setting kTable[] = {
     {"STRATA_LINK_MODEL", T::text, 0, 0, 0, nullptr, L::communicator, "the tuner's link models, level:latency:bandwidth,..."},
     // Transports.
     {"STRATA_SHM_RING_BYTES", T::integer, 4 * M, 4096, G, nullptr, L::communicator, "capacity of each shared-memory FIFO, at most"},
-    {"STRATA_SHM_RANK_BYTES", T::integer, 12 * M, 4096, 1LL << 40, nullptr, L::communicator, "FIFO bytes a rank receives into, shared among the ranks of its host: each FIFO holds this / (ranks on the host - 1), at most STRATA_SHM_RING_BYTES"},
+    {"STRATA_SHM_RANK_BYTES", T::integer, 10 * M, 4096, 1LL << 40, nullptr, L::communicator, "FIFO bytes a rank receives into, shared among the ranks of its host: each FIFO holds this / (ranks on the host - 1), at most STRATA_SHM_RING_BYTES"},
     {"STRATA_SHM_STREAM_BYTES", T::integer, 256 * K, 0, 1LL << 40, nullptr, L::communicator, "receives this large write with non-temporal stores"},
     {"STRATA_SHM_ZEROCOPY_BYTES", T::integer, 65536, 0, 1LL << 40, nullptr, L::communicator, "transfers this large from shareable host memory are read from the sender's buffer (0: off)"},
     {"STRATA_SHM_ZEROCOPY_PUSH", T::integer, 1, 0, 1, nullptr, L::communicator, "a two-rank forward is written into the receiver's shareable buffer as it is reduced (0: the receiver reads it)"},

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/comm_info.hpp"
@@ -178,22 +179,32 @@ int main(int argc, char** argv) {
     me.first_return_s = boottime_s();
     c.barrier();
     if (all) every_collective(c);
-    const Fds held = count_fds() - before;
-    const Connections conn = connections(c);
-    for (const auto& [name, count] : conn.host_links) {
-      if (name == "shm") me.shm_links = count;
-      else if (name == "tcp") me.tcp_links = count;
-      else me.other_links += count;
+    // A knock at this rank's listener (a peer's probe asking it to connect) may still be
+    // held, accepted and not yet read, when the count is taken: the ranks settle and count
+    // again (a few times at most) until every count is what the formula says.
+    for (int settle = 0;; ++settle) {
+      const Fds held = count_fds() - before;
+      const Connections conn = connections(c);
+      me.shm_links = me.tcp_links = me.other_links = 0;
+      for (const auto& [name, count] : conn.host_links) {
+        if (name == "shm") me.shm_links = count;
+        else if (name == "tcp") me.tcp_links = count;
+        else me.other_links += count;
+      }
+      const char* nsocks = std::getenv("STRATA_TCP_NSOCKS");
+      // docs/architecture.md, "What a rank holds": the listener, a control socket per
+      // connected peer, STRATA_TCP_NSOCKS data sockets per tcp link, one descriptor for this
+      // rank's shared-memory segment once it has a shm link, and one per region of host
+      // scratch (memfd memory, counted here as found).
+      me.fds = held.all;
+      me.sockets = held.sockets;
+      me.control = conn.control;
+      me.fds_expected = 1 + conn.control + me.tcp_links * (nsocks ? std::atoi(nsocks) : 2) + (me.shm_links > 0 ? 1 : 0) + held.memfds;
+      int32_t ok = me.other_links > 0 || me.fds == me.fds_expected, all_ok = 0;
+      c.all_reduce(&ok, &all_ok, 1, DataType::int32, ReduceOp::min);
+      if (all_ok || settle == 4) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    const char* nsocks = std::getenv("STRATA_TCP_NSOCKS");
-    // docs/architecture.md, "What a rank holds": the listener, a control socket per
-    // connected peer, STRATA_TCP_NSOCKS data sockets per tcp link, one descriptor for this
-    // rank's shared-memory segment once it has a shm link, and one per region of host
-    // scratch (memfd memory, counted here as found).
-    me.fds = held.all;
-    me.sockets = held.sockets;
-    me.control = conn.control;
-    me.fds_expected = 1 + conn.control + me.tcp_links * (nsocks ? std::atoi(nsocks) : 2) + (me.shm_links > 0 ? 1 : 0) + held.memfds;
     me.rss_kib = status_kib("VmRSS:");
     me.hwm_kib = status_kib("VmHWM:");
     // docs/architecture.md: this rank's segment, once it has a shm link, is a page of header
