@@ -27,6 +27,14 @@ compare=(all_reduce --cluster "$clusters/superpod-1k.cluster" --ranks 256 -b 64M
 expect 0 '^  [a-z_]+ .* \*.  predicted by the tuner' "${compare[@]}"
 expect 0 '^# the tuner' "${compare[@]}"
 expect 0 '^ +1048576 +1024 +float +none +-1 .* +0 +[a-z_]+$' all_gather --cluster "$clusters/superpod-1k.cluster" --ranks 256 -b 1M -e 1M -c 1
+# Creation cost, against formulas: a binomial tree over 256 ranks is 1 + 8 hops deep (the
+# root to rank 0, then one per bit of rank 255); a ring's peers are the overlay's own two
+# neighbours (256 pairs in the job); direct connects every pair (255 a rank, 256*255/2).
+small=(--cluster "$clusters/superpod-1k.cluster" --ranks 256 -b 1M -e 1M)
+expect 0 '^# creation at 256 ranks: .* after 9 hops .* connects 2 peers at most per rank \(2.0 mean\), 256 connections' \
+  all_reduce "${small[@]}" --algo ring
+expect 0 '^# creation at 256 ranks: .* connects 255 peers at most per rank \(255.0 mean\), 32640 connections' \
+  reduce_scatter "${small[@]}" --algo direct
 expect 2 'bad-line.cluster:3: latency .fast. is not a time like 2us or 0.5ms' all_reduce --cluster "$src/tests/sim/data/bad-line.cluster"
 expect 2 'superpod-1k.cluster:[0-9]+: 1000 ranks do not divide into groups of 256 \(the levels below .spine.\)' \
   all_reduce --cluster "$clusters/superpod-1k.cluster" --ranks 1000
