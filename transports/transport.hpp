@@ -21,11 +21,10 @@
 #include <vector>
 
 #include "ground/memory_kind.hpp"
+#include "ground/reduce.hpp"  // ReduceFn: dst = a op b
 #include "strata/types.hpp"
 
 namespace strata {
-
-using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t count);  // dst = a op b
 
 // What a reducing receive does with its bytes. Empty (fn == nullptr): a plain receive.
 // Host links reduce with `fn`; `type` and `op` say the same for a link that launches a

@@ -171,6 +171,32 @@ TEST(Acceptor, ACrowdIsSlowedNotRefused) {
   EXPECT_EQ(acceptor.refusals(), "");
 }
 
+// A hello that arrived in time is taken even when the acceptor was not polled again until
+// after the wait (a rank busy elsewhere, or not scheduled: hundreds of ranks on a few
+// cores); only a connection that stays silent is refused.
+TEST(Acceptor, AHelloReadLateIsTakenNotRefused) {
+  net::Fd listener = net::listen_on(net::parse_host_port("127.0.0.1:0"));
+  const bootstrap::Secret secret = bootstrap::random_secret();
+  net::Acceptor acceptor(listener.get(), secret.bytes, 5);
+  net::Fd caller = net::connect_to(net::local_address(listener.get()), net::deadline_after(5), true);
+  net::Fd silent_one = net::connect_to(net::local_address(listener.get()), net::deadline_after(5), true);
+  // Both accepted, neither has spoken: the acceptor polls the listener and the two.
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_FALSE(acceptor.poll_once().first.valid());
+    std::vector<pollfd> fds;
+    acceptor.wait_fds(fds);
+    if (fds.size() == 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const net::Hello h = net::make_hello(secret.bytes, 5, 3, 8, net::Role::control, 0);
+  net::send_all(caller.get(), &h, sizeof h, net::deadline_after(5), "listener");
+  std::this_thread::sleep_for(net::Acceptor::kHelloWait + std::chrono::milliseconds(300));
+  auto [fd, hello] = acceptor.next(net::deadline_after(5), "the caller");
+  EXPECT_TRUE(fd.valid());
+  EXPECT_EQ(hello.rank, 3);
+  EXPECT_EQ(acceptor.refusals(), "1 connection refused: 1 sent no hello within 2 s (port scanners or health checks?)");
+}
+
 // When a rank never joins, every rank that did gets the root's reason, which names the
 // missing rank and what the root refused meanwhile (not just "STRATA_TIMEOUT").
 TEST(Bootstrap, RootTellsTheJoinedRanksWhyItGaveUp) {
