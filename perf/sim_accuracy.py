@@ -28,7 +28,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "docs/benchmarks/simulator-accuracy.json")
@@ -178,7 +177,7 @@ def measure(c, build, repeat):
                 for m in PLAN_LINE.finditer(p.stdout + p.stderr):
                     if m.group(1) == c["coll"] and int(m.group(2)) == row["count"]:
                         chosen.add((m.group(3), float(m.group(5))))
-    out = {"runs": times, "warmup": warm, "iters": iters, "when": time.strftime("%Y-%m-%d %H:%M")}
+    out = {"runs": times, "warmup": warm, "iters": iters}
     if tuned:
         if len({a for a, _ in chosen}) != 1:
             sys.exit(f"{key(c)}: the library's choice not found once in its INFO lines: {chosen}")
@@ -227,8 +226,7 @@ def plan_cell(r):
 
 def write_doc(rows):
     lines = [BEGIN, "",
-             f"Measured {min(r['when'] for r in rows)} to {max(r['when'] for r in rows)} (last runs) by "
-             "`perf/sim_accuracy.py` on this 2-core VM, shared with other work. busbw in GB/s; error = predicted / "
+             "Measured by `perf/sim_accuracy.py` on this 2-core VM, shared with other work. busbw in GB/s; error = predicted / "
              "measured - 1; the fastest of the runs counts, spread = slowest / fastest. The algorithm is forced on "
              "both sides, or none is (\"none forced\": the plan the library chose, as its STRATA_DEBUG=INFO line "
              "names it, against the one the simulator chose). A letter names the cause of a miss (below the table).",
@@ -342,7 +340,7 @@ def main():
             # The fastest run: other work on the machine only ever adds time (the links are
             # what is measured; a rank waiting for the CPU is not).
             measured_us = min(m["runs"])
-            r = dict(c, when=m["when"], ran_as=ran_as, measured_us=measured_us, predicted_us=predicted_us, runs=m["runs"],
+            r = dict(c, ran_as=ran_as, measured_us=measured_us, predicted_us=predicted_us, runs=m["runs"],
                      library_algo=m.get("library_algo"))
             r["measured_busbw"], r["predicted_busbw"] = busbw(c, measured_us), busbw(c, predicted_us)
             rows.append(r)
