@@ -135,17 +135,18 @@ void Connector::fail_pair(int peer, std::exception_ptr why) {
   if (!p.failure) p.failure = why;
 }
 
+net::Fd Connector::call(int peer, net::Role role, int index) {
+  net::Fd fd = net::connect_to(table_[static_cast<size_t>(peer)].listen, net::deadline_after(cfg_.timeout_s), true);
+  const net::Hello h = net::make_hello(secret_.bytes, tag_, rank_, nranks_, role, index);
+  net::send_all(fd.get(), &h, sizeof h, net::deadline_after(cfg_.timeout_s), who(peer));
+  return fd;
+}
+
 void Connector::dial(int peer) {
   Pair& p = pairs_[static_cast<size_t>(peer)];
   net::Fd fd;
   try {
-    fd = net::connect_to(table_[static_cast<size_t>(peer)].listen, net::deadline_after(cfg_.timeout_s), true);
-  } catch (const Error& e) {
-    return unreachable_peer(peer, e.what());
-  }
-  const net::Hello h = net::make_hello(secret_.bytes, tag_, rank_, nranks_, net::Role::control, 0);
-  try {
-    net::send_all(fd.get(), &h, sizeof h, net::deadline_after(cfg_.timeout_s), who(peer));
+    fd = call(peer, net::Role::control, 0);
   } catch (const Error& e) {
     return unreachable_peer(peer, e.what());
   }
@@ -336,9 +337,7 @@ bool Connector::advance_kind(int peer, MemoryKind kind) {
         for (int i = 0; i < data_sockets(peer); ++i) {
           net::Fd fd;
           try {
-            fd = net::connect_to(table_[static_cast<size_t>(peer)].listen, net::deadline_after(cfg_.timeout_s), true);
-            const net::Hello h = net::make_hello(secret_.bytes, tag_, rank_, nranks_, net::Role::data, i);
-            net::send_all(fd.get(), &h, sizeof h, net::deadline_after(cfg_.timeout_s), who(peer));
+            fd = call(peer, net::Role::data, i);
           } catch (const Error& e) {
             unreachable_peer(peer, e.what());
             return true;

@@ -110,6 +110,8 @@ class Connector final : public ControlChannel::Sink {
   void activate(int peer);
   // The higher rank's side: the control socket, then the offer.
   void dial(int peer);
+  // Connects to `peer`'s listener and presents this rank's hello for `role` (socket `index`).
+  net::Fd call(int peer, net::Role role, int index);
   void take(Accepted a);  // an incoming connection
   void take_caught(Accepted a);  // the same, a failure kept with its pair
   void take_setup(int peer, const Notice& n, const char* payload);

@@ -348,12 +348,14 @@ void ControlChannel::prefer_abort_notice(int culprit) {
   // closed connection, and learns the verdict from a peer that relays it a moment later.
   // Wait that moment, so every rank names one cause. With a control connection to the
   // culprit, its verdict came first on it: a killed rank is reported at once.
-  for (const auto& [j, n] : deferred_) {  // read while the communicator was being created
-    if (n.kind == 'A' || n.kind == 'R') throw_notice_error(n, j);
-    if (n.kind == 'J') throw shrinking_error(n, j);
-  }
+  auto verdict = [&](const Notice& n, int from) {
+    if (n.kind == 'A' || n.kind == 'R') throw_notice_error(n, from);
+    if (n.kind == 'J') throw shrinking_error(n, from);
+    if (n.kind == 'B' && from == culprit) throw departed(from);
+  };
+  for (const auto& [j, n] : deferred_) verdict(n, j);  // read while the communicator was being created
   const bool direct = culprit >= 0 && culprit < nranks_ && peers_[static_cast<size_t>(culprit)].fd.valid();
-  const auto until = Clock::now() + (direct ? Clock::duration::zero() : std::chrono::duration_cast<Clock::duration>(kVerdictGrace));
+  const Clock::time_point until = Clock::now() + (direct ? Clock::duration::zero() : Clock::duration(kVerdictGrace));
   for (;;) {
     std::vector<pollfd> fds;
     for (int j = 0; j < nranks_; ++j) {
@@ -364,9 +366,7 @@ void ControlChannel::prefer_abort_notice(int culprit) {
       for (size_t at = p.used; at + sizeof(Notice) <= p.in.size();) {
         Notice n;
         std::memcpy(&n, p.in.data() + at, sizeof n);
-        if (n.kind == 'A' || n.kind == 'R') throw_notice_error(n, j);
-        if (n.kind == 'J') throw shrinking_error(n, j);
-        if (n.kind == 'B' && j == culprit) throw departed(j);
+        verdict(n, j);
         at += sizeof n + (has_payload(n.kind) && n.origin > 0 ? static_cast<size_t>(n.origin) : 0);
       }
     }

@@ -9,7 +9,8 @@
 #    1e-4 relative on CUDA: its sums run in another order).
 # 2. fp32 (no TF32): 20 steps on --device cuda, the losses within 1e-4 of --device host.
 # 2b. Two ranks sharing the one GPU (strata-run -n 2; a correctness check of the trainer's
-#    groups on the device collectives, not of speed): dp 2 + ZeRO-1, tp 2 and pp 2, 20
+#    groups on the device collectives, not of speed): dp 2 + ZeRO-1, tp 2, pp 2, and dp 2 +
+#    ZeRO-3 with a prefetch and block recomputation (its gathers on a stream of their own), 20
 #    fp32 steps each, the losses within 1e-4 of the same layout on --device host.
 # 3. bf16: the validation loss after 500 steps within 1% of the fp32 run's.
 # 4. Speed, GPT-2 small's shape (12 layers, 12 heads, 768 wide, context 1024, bytes),
@@ -110,7 +111,7 @@ train_run host $small --steps 20 --eval-batches 0 --device host &&
 verdict $?
 
 ranks=2
-for layout in "--dp 2 --zero 1" "--tp 2" "--pp 2 --microbatches 4"; do
+for layout in "--dp 2 --zero 1" "--tp 2" "--pp 2 --microbatches 4" "--dp 2 --zero 3 --prefetch 1 --recompute block"; do
   step "2 ranks on one $dev device, $layout: 20 fp32 steps within 1e-4 of the host's"
   tag=$(echo "$layout" | tr -dc 'a-z0-9')
   train_run "host_$tag" $small $layout --steps 20 --eval-batches 0 --device host &&
