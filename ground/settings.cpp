@@ -63,7 +63,6 @@ constexpr Setting kTable[] = {
     {"STRATA_SHM_STREAM_BYTES", T::integer, 256 * K, 0, 1LL << 40, nullptr, L::communicator, "receives this large write with non-temporal stores"},
     {"STRATA_SHM_ZEROCOPY_BYTES", T::integer, 65536, 0, 1LL << 40, nullptr, L::communicator, "transfers this large from shareable host memory are read from the sender's buffer (0: off)"},
     {"STRATA_SHM_ZEROCOPY_PUSH", T::integer, 1, 0, 1, nullptr, L::communicator, "a two-rank forward is written into the receiver's shareable buffer as it is reduced (0: the receiver reads it)"},
-    {"STRATA_SHM_DIRECT_BYTES", T::integer, 0, 0, 1LL << 40, nullptr, L::communicator, "transfers this large are read from the sender (0: off)"},
     {"STRATA_TCP_NSOCKS", T::integer, 2, 1, 16, nullptr, L::communicator, "tcp data sockets per peer"},
     {"STRATA_TCP_STAGING_BYTES", T::integer, 1 * M, 4096, G, nullptr, L::communicator, "receive buffer per tcp socket for reducing receives"},
     {"STRATA_UCX_CHUNK_BYTES", T::integer, 1 * M, 4096, G, nullptr, L::communicator, "ucx: message size transfers are cut into"},

@@ -110,13 +110,9 @@ std::vector<Config> configs() {
   for (auto [name, n, spec] : {std::tuple{"hier_node2_n4", 4, "node:2"}, std::tuple{"hier_node3_n7", 7, "node:3"},
                                std::tuple{"hier_island_n7", 7, "node:2,island:2"}, std::tuple{"hier_node2_n3", 3, "node:2"}})
     v.push_back({name, n, {{"STRATA_HIERARCHY", spec}, {"STRATA_ALGO", "hierarchical"}}, {"--quick", "--medium"}, 400});
-  // Large shared-memory transfers read straight from the sender (process_vm_readv) instead
-  // of through the FIFO (off by default: slower on the machines measured, docs/benchmarks.md).
-  v.push_back({"direct_read_n3", 3, {{"STRATA_SHM_DIRECT_BYTES", "65536"}}, {"--quick", "--medium"}, 400});
   // Every receive written with non-temporal stores (normally only those >= 1 MiB):
   // unaligned heads and tails, FIFO wrap-around, streamed reductions.
   v.push_back({"stream_all_n3", 3, {{"STRATA_SHM_STREAM_BYTES", "1"}, {"STRATA_SHM_RING_BYTES", "8192"}}, {"--quick", "--medium"}, 400});
-  v.push_back({"direct_read_big_n2", 2, {{"STRATA_SHM_DIRECT_BYTES", "65536"}}, {"--big"}, 400});
   // Zero-copy (docs/transports.md): ranks allocate with strata::alloc, register memfd
   // mappings, or use private memory, mixed, so every pair meets both sides of the per-message
   // header; a low threshold reaches the quick sizes, a small FIFO wraps the headers.

@@ -1,4 +1,4 @@
-// The ipc link's mapping cache (transports/ipc/mapping_lru.hpp): a peer's allocations are
+// The ipc link's mapping cache (transports/mapping_lru.hpp): a peer's allocations are
 // mapped once and reused, evicted least recently used first when the cache is full (the
 // sender then sends the handle again), and a peer that frees an allocation this rank
 // still maps crashes no one, while a new allocation at the same address is mapped anew.

@@ -91,8 +91,7 @@ TEST(ShmLink, SmallReducingReceiveBothWays) {
   }
 }
 
-// The record says shared memory forwards reductions (STRATA_SHM_DIRECT_BYTES is off by
-// default) and streams, and the link does forward: what a forwarding receive reduces comes
+// The record says shared memory forwards reductions and streams, and the link does forward: what a forwarding receive reduces comes
 // back to the sender, through the inline ring, the FIFO, and the FIFO wrapping mid-message.
 TEST(ShmLink, ForwardsWhatItReducesAsItsRecordSays) {
   LinkPair p(64 << 10);

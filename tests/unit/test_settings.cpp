@@ -68,8 +68,8 @@ TEST(Settings, IntegersTakeSizeSuffixesAndRefuseWhatIsOutOfRange) {
   }
   {
     // Scaled past what a 64-bit integer holds: refused, not wrapped into range.
-    Env e("STRATA_SHM_DIRECT_BYTES", "9007199254740993G");
-    EXPECT_NE(message_of([] { settings::integer("STRATA_SHM_DIRECT_BYTES"); }), "");
+    Env e("STRATA_SHM_ZEROCOPY_BYTES", "9007199254740993G");
+    EXPECT_NE(message_of([] { settings::integer("STRATA_SHM_ZEROCOPY_BYTES"); }), "");
   }
   {
     Env e("STRATA_TCP_NSOCKS", "2x");
@@ -176,7 +176,6 @@ const std::map<std::string, Malformed>& malformed_values() {
       {"STRATA_SHM_RING_BYTES", {"4Q"}},
       {"STRATA_SHM_RANK_BYTES", {"12MB"}},
       {"STRATA_SHM_STREAM_BYTES", {"-1"}},
-      {"STRATA_SHM_DIRECT_BYTES", {"1T"}},
       {"STRATA_SHM_ZEROCOPY_BYTES", {"64KiB?"}},
       {"STRATA_SHM_ZEROCOPY_PUSH", {"2"}},
       {"STRATA_TCP_NSOCKS", {"0"}},

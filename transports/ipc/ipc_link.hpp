@@ -16,8 +16,8 @@
 
 #include "ground/socket.hpp"
 #include "transports/ipc/ipc_channel.hpp"
-#include "transports/ipc/mapping_lru.hpp"
-#include "transports/ipc/peer_mappings.hpp"
+#include "transports/mapping_lru.hpp"
+#include "transports/peer_mappings.hpp"
 #include "transports/link_stream.hpp"
 #include "transports/transport.hpp"
 

@@ -41,15 +41,6 @@ struct ShmInfo {
   char name[100];
 };
 
-}  // namespace
-
-size_t shm_fifo_bytes(size_t rank_bytes, size_t ring_bytes, int host_peers) {
-  const size_t share = rank_bytes / static_cast<size_t>(std::max(host_peers, 1)) / 4096 * 4096;
-  return std::max<size_t>(4096, std::min(ring_bytes, share)) & ~size_t(63);
-}
-
-namespace {
-
 class ShmSetup final : public LinkSetup {
  public:
   explicit ShmSetup(const SetupContext& ctx)

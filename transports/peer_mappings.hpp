@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "transports/ipc/mapping_lru.hpp"
+#include "transports/mapping_lru.hpp"
 
 namespace strata {
 

@@ -1,4 +1,4 @@
-#include "transports/ipc/mapping_lru.hpp"
+#include "transports/mapping_lru.hpp"
 
 namespace strata {
 

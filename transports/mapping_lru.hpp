@@ -1,5 +1,6 @@
-// Which of a sender's allocations the receiver of an ipc link holds mapped: at most
-// `capacity`, the least recently used evicted first. Both ends of a link keep one and
+// Which of a sender's allocations the receiver of a link holds mapped (PeerMappings: the
+// ipc link's and the shm link's zero-copy): at most `capacity`, the least recently used
+// evicted first. Both ends of an ipc link keep one and
 // touch it with the same allocation ids in the same order (the transfers'), so the sender
 // knows, without being told, when the receiver has let a mapping go and must be sent the
 // allocation's handle again.
