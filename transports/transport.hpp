@@ -26,9 +26,9 @@
 
 namespace strata {
 
-// What a reducing receive does with its bytes. Empty (fn == nullptr): a plain receive.
-// Host links reduce with `fn`; `type` and `op` say the same for a link that launches a
-// kernel of its own (device memory).
+// What a reducing receive does with its bytes. Empty (default): a plain receive. `type` and
+// `op` say how; host links reduce with `fn` (the host kernel for them), a link that launches
+// kernels of its own (device memory) by `type` and `op` and has no `fn`.
 struct Reduction {
   ReduceFn fn = nullptr;
   size_t elem_size = 1;
@@ -36,9 +36,19 @@ struct Reduction {
   bool forward = false;         // send the reduced bytes back to the peer (LinkCaps::forwards_reductions)
   DataType type = DataType::uint8;
   ReduceOp op = ReduceOp::sum;
-  explicit operator bool() const { return fn != nullptr; }
+  bool reduces = false;
+  // A reduction on host memory, by `fn`.
+  static Reduction on_host(ReduceFn fn, size_t elem_size, const char* local, bool forward,
+                           DataType type = DataType::uint8, ReduceOp op = ReduceOp::sum) {
+    return {fn, elem_size, local, forward, type, op, true};
+  }
+  // A reduction on device memory: the link's own kernel for `type` and `op`.
+  static Reduction on_device(DataType type, ReduceOp op, size_t elem_size, const char* local, bool forward) {
+    return {nullptr, elem_size, local, forward, type, op, true};
+  }
+  explicit operator bool() const { return reduces; }
   // The same reduction for the part of the receive that starts `off` bytes in.
-  Reduction from(size_t off) const { return {fn, elem_size, local ? local + off : nullptr, forward, type, op}; }
+  Reduction from(size_t off) const { return {fn, elem_size, local ? local + off : nullptr, forward, type, op, reduces}; }
   // Reduces `bytes` of incoming data that belong `off` bytes into the receive at `dst`.
   void apply(char* dst, size_t off, const void* incoming, size_t bytes) const {
     fn(dst + off, local + off, incoming, bytes / elem_size);

@@ -184,92 +184,10 @@ Request CommState::run_group(std::vector<P2POp> ops, bool blocking, MemoryKind m
 std::vector<int> CommState::device_peers(const Call& call) {
   if (nranks == 1) return {};
   if (nranks == 2) return {1 - rank};
-  std::lock_guard lk(issue_m);
+  std::lock_guard lk(peers_m);
   auto [it, fresh] = device_peers_of.try_emplace(PlanCache::key_of(call, false));
   if (fresh) it->second = plan_peers(build_plan_for(call, false));
   return it->second;
-}
-
-Request CommState::on_streams(const std::vector<void*>& streams, std::vector<int> peers,
-                              const std::vector<CallStaging::Buffer>& buffers,
-                              std::function<void(const std::vector<void*>&)> fn, bool wait) {
-  Request r;
-  {
-    std::lock_guard lk(issue_m);
-    device::Backend& backend = device::require_backend("a call on device memory");
-    for (void* s : streams)
-      if (backend.execution().stream_capturing(s))
-        throw InvalidUsage("a device call on a stream that is being captured into a CUDA graph "
-                           "(cudaStreamBeginCapture): Strata cannot be captured yet (a call's stream waits for a flag "
-                           "its worker raises from the host, which a graph replay would not wait for); make the call "
-                           "outside the capture");
-    if (!order) order = std::make_unique<StreamOrder>(backend, rank);
-    // Before the stream is held: what the worker would create on its first device call (a
-    // GPU driver call that creates can wait on the user's thread, blocked on that stream):
-    // the executor, and the device links to the peers of the call, made here once nothing
-    // else runs (the worker makes no device link: Connector::allow_device).
-    if (engine) {
-      engine->prepare(MemoryKind::device);
-      if (!engine->connected(peers, MemoryKind::device))
-        queue.run_here([&] {
-          engine->connector().allow_device(true);
-          struct Disallow {
-            Connector& c;
-            ~Disallow() { c.allow_device(false); }
-          } disallow{engine->connector()};
-          engine->connect(peers, MemoryKind::device);
-        });
-    }
-    // Likewise the driver's view of the buffers: foreign ones are staged (their legacy IPC
-    // calls would need the context lock on the worker), as is a pre-multiplied sum's input.
-    if (!staging) staging = std::make_unique<CallStaging>(backend);
-    CallStaging::Plan plan = staging->prepare(buffers);
-    StreamOrder::Ticket t = order->issue(streams);
-    const std::exception_ptr refused = t.error;
-    r = queue.submit([this, t = std::move(t), plan = std::move(plan), fn = std::move(fn)] {
-      run_ordered(t, [&] {
-        staging->copy_in(plan);
-        fn(plan.moved);
-        staging->copy_out(plan);
-      });
-    });
-    if (refused) std::rethrow_exception(refused);  // the worker only completes its number
-  }
-  if (wait) r.wait();
-  return r;
-}
-
-void CommState::run_ordered(const StreamOrder::Ticket& t, const std::function<void()>& fn) {
-  log::set_thread_rank(rank);
-  if (t.error) {
-    order->complete(t.seq);
-    return;
-  }
-  try {
-    try {
-      // Waiting for the stream, the worker still answers peers' probes, saying so.
-      ControlChannel& control = engine->control();
-      control.doing_stream_wait(t.seq);
-      order->wait_started(t, cfg.timeout_s, [&control]() -> std::exception_ptr {
-        if (std::exception_ptr e = control.interrupted()) return e;
-        try {
-          control.serve_while_waiting();
-        } catch (...) {
-          return std::current_exception();
-        }
-        return nullptr;
-      });
-    } catch (const Error&) {
-      engine->control().fail_call(std::current_exception());  // the peers are told; throws
-    }
-    device::StreamsHeld held;  // the worker creates nothing the driver could block on
-    fn();
-  } catch (...) {
-    keep_async_error(std::current_exception());
-    order->complete(t.seq);
-    throw;
-  }
-  order->complete(t.seq);
 }
 
 void CommState::keep_async_error(std::exception_ptr e) {
@@ -281,7 +199,7 @@ void CommState::keep_async_error(std::exception_ptr e) {
 
 void CommState::shutdown(bool goodbye) {
   queue.stop();
-  if (order) order->release_all();
+  if (device_calls) device_calls->release_all();
   if (engine && goodbye) engine->control().say_goodbye();
   engine.reset();
 }
@@ -290,7 +208,7 @@ void CommState::abort_now() {
   life.store(aborted);
   if (engine) engine->control().abort();  // an operation running now fails promptly
   queue.abort(std::make_exception_ptr(InvalidUsage("the communicator was aborted before this operation ran")));
-  if (order) order->release_all();  // calls that never ran hold no stream
+  if (device_calls) device_calls->release_all();  // calls that never ran hold no stream
   engine.reset();
 }
 

@@ -170,6 +170,7 @@ std::shared_ptr<CommState> CommState::make(int rank, int nranks, const std::vect
   s->received_from.assign(static_cast<size_t>(nranks), 0);
   s->engine = std::make_unique<Engine>(rank, s->table, std::move(in), secret, tag, s->cfg,
                                        s->hier.oversubscribed);
+  s->device_calls = std::make_unique<DeviceCalls>(rank, cfg.timeout_s);
   return s;
 }
 

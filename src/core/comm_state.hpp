@@ -62,15 +62,11 @@ struct CommState {
   uint64_t splits = 0;
   std::vector<bootstrap::RankInfo> table;
   Hierarchy hier;
-  // Device calls' order with the users' streams (core/stream_order.hpp), made at the first;
-  // destroyed after the queue has stopped, releasing every stream still held.
-  std::unique_ptr<StreamOrder> order;
-  std::mutex issue_m;  // device calls take their numbers in the order the worker runs them
-  std::map<PlanCache::Key, std::vector<int>> device_peers_of;  // under issue_m: device_peers' answers
-  // Device buffers copied through memory of ours around a device call: a program's own
-  // (cudaMalloc's), a pre-multiplied sum's input (core/call_staging.hpp); made at the first
-  // device call, destroyed after the queue has stopped.
-  std::unique_ptr<CallStaging> staging;
+  // Device calls, ordered with the users' streams (core/stream_order.hpp); destroyed after
+  // the queue has stopped, releasing every stream still held.
+  std::unique_ptr<DeviceCalls> device_calls;
+  std::mutex peers_m;
+  std::map<PlanCache::Key, std::vector<int>> device_peers_of;  // under peers_m: device_peers' answers
   std::unique_ptr<Engine> engine;
   Scratch scratch;  // what plans address as Buf::scratch, by memory kind
   PlanCache plans;
@@ -149,16 +145,15 @@ struct CommState {
  private:
   void execute(const Call& call);
   // A device operation: ordered after the work on `streams` and before the work queued on
-  // them later (core/stream_order.hpp), run by the worker as fn(where `buffers` are now:
-  // some staged, core/call_staging.hpp); `wait`: returns once it is over. The links to
-  // `peers` (the ranks the call's plan addresses) are made first, on this thread. A
-  // stream being captured into a CUDA graph is refused (InvalidUsage) before anything is
-  // queued.
-  Request on_streams(const std::vector<void*>& streams, std::vector<int> peers,
-                     const std::vector<CallStaging::Buffer>& buffers,
-                     std::function<void(const std::vector<void*>&)> fn, bool wait);
+  // them later, run by the worker as fn(where `buffers` are now); `wait`: returns once it
+  // is over. The links to `peers` (the ranks the call's plan addresses) are made first, on
+  // this thread (DeviceCalls, core/stream_order.hpp).
+  Request on_streams(const std::vector<void*>& streams, const std::vector<int>& peers,
+                     const std::vector<CallStaging::Buffer>& buffers, DeviceCalls::Fn fn, bool wait) {
+    return device_calls->submit(queue, engine.get(), streams, peers, buffers, std::move(fn), wait,
+                                [this](std::exception_ptr e) { keep_async_error(e); });
+  }
   std::vector<int> device_peers(const Call& call);
-  void run_ordered(const StreamOrder::Ticket& t, const std::function<void()>& fn);
   void keep_async_error(std::exception_ptr e);
   Comm connect_decided(class ShrinkAgreement& a, net::Fd listener);
   Plan build_plan_for(const Call& call, bool forward) const;

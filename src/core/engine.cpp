@@ -18,6 +18,17 @@ using Clock = std::chrono::steady_clock;
 // The engine's slot beside a cached plan.
 struct EngineSlot : PlanSlot {
   StoreChooser stores;  // learnt over this plan's calls
+  // Host memory's reduction kernel for the last call's type and op, looked up by its first
+  // reducing step (a plan serves every type of its element size, and every op).
+  ReduceFn host_reduce(DataType t, ReduceOp o) {
+    if (!reduce_ || t != type_ || o != op_) reduce_ = reduce_fn(t, o), type_ = t, op_ = o;
+    return reduce_;
+  }
+
+ private:
+  ReduceFn reduce_ = nullptr;
+  DataType type_ = DataType::uint8;
+  ReduceOp op_ = ReduceOp::sum;
 };
 
 char* at(const Engine::Buffers& b, Ref r, size_t esz) {
@@ -39,7 +50,8 @@ Engine::Engine(int rank, const std::vector<bootstrap::RankInfo>& table, net::Inc
       nranks_(static_cast<int>(table.size())),
       control_(rank, static_cast<int>(table.size()), cfg),
       connector_(rank, table, std::move(in), secret, comm_tag, cfg, control_),
-      waits_(oversubscribed) {}
+      waits_(oversubscribed),
+      timeout_s_(cfg.timeout_s) {}
 
 Engine::~Engine() = default;
 
@@ -52,13 +64,11 @@ void Engine::execute(const Plan& plan, const Call& call, void* scratch, std::uni
       control_.fail_call(std::current_exception());
     }
   }
-  StoreChooser* stores = nullptr;
-  if (call.bytes() >= StoreChooser::kMinBytes) {
-    if (!slot) slot = std::make_unique<EngineSlot>();
-    stores = &static_cast<EngineSlot&>(*slot).stores;
-  }
+  if (!slot) slot = std::make_unique<EngineSlot>();
+  EngineSlot& kept = static_cast<EngineSlot&>(*slot);
+  StoreChooser* stores = call.bytes() >= StoreChooser::kMinBytes ? &kept.stores : nullptr;
   control_.doing_call(call.coll, call.count, call.type);
-  CallRun run{call, links_of(call.memory), executor(call.memory), {call.send, call.recv, scratch}};
+  CallRun run{call, links_of(call.memory), executor(call.memory), {call.send, call.recv, scratch}, kept};
   const bool streaming = stores && stores->streaming();
   if (bool& told = streaming_stores_[static_cast<size_t>(call.memory)]; streaming != told) {
     for (auto& l : links_of(call.memory))
@@ -68,7 +78,7 @@ void Engine::execute(const Plan& plan, const Call& call, void* scratch, std::uni
   const auto t0 = stores ? Clock::now() : Clock::time_point{};
   try {
     for (size_t r = 0; r < plan.rounds(); ++r) run_round(plan, r, run);
-    if (run.unsettled) run.exec.settle();  // the call's results are there when it returns
+    if (run.unsettled) settle(run);  // the call's results are there when it returns
     if (stores) stores->record(streaming, std::chrono::duration<double>(Clock::now() - t0).count());
   } catch (...) {
     control_.fail_call(std::current_exception());
@@ -79,8 +89,11 @@ void Engine::run_round(const Plan& plan, size_t round, CallRun& run) {
   const DataType type = run.call.type;
   const ReduceOp op = run.call.op;
   const size_t esz = size_of(type);
-  ReduceFn fn = nullptr;  // looked up by the first step that reduces (broadcasts and gathers have none)
-  auto reducer = [&] { return fn ? fn : (fn = reduce_fn(type, op)); };
+  // Device memory's links and executor reduce by type and op with kernels of their own.
+  auto reduction = [&](const char* local, bool forward) {
+    if (run.call.memory != MemoryKind::host) return Reduction::on_device(type, op, esz, local, forward);
+    return Reduction::on_host(static_cast<EngineSlot&>(run.slot).host_reduce(type, op), esz, local, forward, type, op);
+  };
   active_.clear();
   for (size_t i = plan.round_begin[round]; i < plan.round_end(round); ++i) {
     const Step& s = plan.steps[i];
@@ -94,7 +107,7 @@ void Engine::run_round(const Plan& plan, size_t round, CallRun& run) {
         run.unsettled = true;
         break;
       case StepKind::reduce:
-        run.exec.reduce(dst, src, s.count, Reduction{reducer(), esz, nullptr, false, type, op});
+        run.exec.reduce(dst, src, s.count, reduction(nullptr, false));
         run.unsettled = true;
         break;
       case StepKind::finalize:
@@ -114,13 +127,10 @@ void Engine::run_round(const Plan& plan, size_t round, CallRun& run) {
         const bool forward = s.kind == StepKind::recv_reduce_send;
         if (forward && (!l->caps().forwards_reductions || has_finalize(op)))
           throw InternalError("plan forwards a reduction over a link or op that cannot");
-        if (run.unsettled) {
-          run.exec.settle();
-          run.unsettled = false;
-        }
+        if (run.unsettled) settle(run);
         if (s.kind == StepKind::send) l->post_send(src, bytes);
         else if (s.kind == StepKind::recv) l->post_recv(dst, bytes, {});
-        else l->post_recv(dst, bytes, Reduction{reducer(), esz, src, forward, type, op});
+        else l->post_recv(dst, bytes, reduction(src, forward));
         active_.push_back(l);
         break;
       }
@@ -133,6 +143,23 @@ void Engine::run_round(const Plan& plan, size_t round, CallRun& run) {
     for (Link* l : active_) l->abandon();
     throw;
   }
+}
+
+void Engine::settle(CallRun& run) {
+  run.unsettled = false;
+  run.exec.flush();
+  if (run.exec.settled()) return;
+  // No rank is waited on: a stall past STRATA_TIMEOUT is this rank's own device work.
+  const auto begin = Clock::now();
+  wait_until(
+      [&] {
+        if (run.exec.settled()) return true;
+        if (Clock::now() - begin > std::chrono::duration<double>(timeout_s_))
+          throw TimeoutError(rank_, "rank " + std::to_string(rank_) + ": the device work of a call's local steps "
+                                    "(copies, reductions) did not finish within " + std::to_string(timeout_s_) + " s");
+        return false;
+      },
+      [](std::vector<int>&) {});
 }
 
 void Engine::prepare(MemoryKind kind) {
@@ -160,7 +187,7 @@ void Engine::connect(const std::vector<int>& peers, MemoryKind kind) {
                         "stream (they are made on the caller's thread: core/comm.cpp)");
   try {
     for (int p : peers) connector_.want(p, kind);
-    wait_connections([&] { return connected_or_raise(peers, kind); },
+    wait_until([&] { return connected_or_raise(peers, kind); },
                      [&](std::vector<int>& w) {
                        for (int p : peers)
                          if (!connector_.ready(p, kind)) w.push_back(p);
@@ -186,7 +213,7 @@ void Engine::connect_control(const std::vector<int>& peers) {
   control_.defer_notices(true);
   try {
     for (int p : peers) connector_.want_control(p);
-    wait_connections(done, [&](std::vector<int>& w) {
+    wait_until(done, [&](std::vector<int>& w) {
       for (int p : peers)
         if (!connector_.control_ready(p)) w.push_back(p);
     });
@@ -217,7 +244,7 @@ void Engine::connect_rest(const Plan& plan, size_t round, MemoryKind kind) {
     throw InternalError(std::string("a plan on ") + name(kind) + " memory addresses ranks whose links were not made "
                         "before the call held its stream");
   for (int p : peers) connector_.want(p, kind);
-  wait_connections([&] { return connected_or_raise(peers, kind); },
+  wait_until([&] { return connected_or_raise(peers, kind); },
                    [&](std::vector<int>& w) {
                      for (int p : peers)
                        if (!connector_.ready(p, kind)) w.push_back(p);
@@ -225,10 +252,11 @@ void Engine::connect_rest(const Plan& plan, size_t round, MemoryKind kind) {
 }
 
 // Moves the connector (and a round's transfers already posted, whose peers may wait for
-// them before they can take our connection) until `done()`, with the failure protocol of
-// wait_links: a stall reads the control sockets, and past STRATA_TIMEOUT probes the peers.
+// them before they can take our connection) until `done()` (connections made, the
+// executor settled), with the failure protocol of wait_links: a stall reads the control
+// sockets, and past STRATA_TIMEOUT probes the peers.
 template <class Done, class Waited>
-void Engine::wait_connections(const Done& done, const Waited& waited) {
+void Engine::wait_until(const Done& done, const Waited& waited) {
   Clock::time_point last_progress = Clock::now();
   ControlChannel::Watch watch;
   bool stalled = false;

@@ -76,8 +76,11 @@ class Engine {
     const Links& links;  // of the call's memory kind
     Executor& exec;      // of the call's memory kind
     Buffers bufs;
+    PlanSlot& slot;          // the engine's, beside the cached plan
     bool unsettled = false;  // local steps wrote what the executor has not settled yet
   };
+  // Makes what the local steps wrote visible, polling the executor in wait_until.
+  void settle(CallRun& run);
   void run_round(const Plan& plan, size_t round, CallRun& run);
   // A step of `round` addresses a peer without a link: connects every peer the rest of the
   // plan addresses (in one wait, so a plan of many peers connects them side by side).
@@ -94,7 +97,7 @@ class Engine {
   // Waits, as wait_links does, until `done()`; the connector and the round's links move
   // meanwhile, and `waited()` names the ranks waited on when it stalls.
   template <class Done, class Waited>
-  void wait_connections(const Done& done, const Waited& waited);
+  void wait_until(const Done& done, const Waited& waited);
   Links& links_of(MemoryKind k) { return connector_.links(k); }
   const Links& links_of(MemoryKind k) const { return connector_.links(k); }
 
@@ -106,6 +109,7 @@ class Engine {
   std::vector<Link*> active_;
   std::vector<int> waited_;  // scratch for a stall: the ranks waited on
   WaitPolicy waits_;  // how long wait_links spins before yielding
+  double timeout_s_;  // STRATA_TIMEOUT
   std::array<bool, kNumMemoryKinds> streaming_stores_{};  // by kind: what its links were last told
 };
 

@@ -21,12 +21,13 @@ class HostExecutor final : public Executor {
   void finalize(char* buf, size_t count, DataType type, ReduceOp op, int nranks) override {
     strata::finalize(buf, count, type, op, nranks);
   }
-  void settle() override {}
+  void flush() override {}
+  bool settled() override { return true; }
 };
 
 // Device memory: the local steps are tasks on the engine's own stream, which starts after
-// the call's stream reached the call (the worker saw its start flag). settle() waits for
-// an event recorded behind them, so the links' transfers, driven from the host, and the
+// the call's stream reached the call (the worker saw its start flag). flush() records an
+// event behind them and settled() asks whether it has passed, so the links' transfers, driven from the host, and the
 // done flag that releases the user's stream come after what they wrote.
 class DeviceExecutor final : public Executor {
  public:
@@ -66,10 +67,8 @@ class DeviceExecutor final : public Executor {
   void finalize(char* buf, size_t count, DataType type, ReduceOp op, int nranks) override {
     x_.finalize(buf, count, type, op, nranks, stream_);
   }
-  void settle() override {
-    x_.event_record(done_, stream_);
-    x_.event_synchronize(done_);
-  }
+  void flush() override { x_.event_record(done_, stream_); }
+  bool settled() override { return x_.event_query(done_); }
 
  private:
   device::Execution& x_;

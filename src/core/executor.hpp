@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <thread>
 
 #include "ground/memory_kind.hpp"
 #include "strata/types.hpp"
@@ -24,9 +25,17 @@ class Executor {
   virtual void reduce(char* dst, const char* src, size_t count, const Reduction& how) = 0;
   // The op's final step in place (avg: divides by `nranks`).
   virtual void finalize(char* buf, size_t count, DataType type, ReduceOp op, int nranks) = 0;
-  // What the local steps wrote so far is visible to the links (before transfers are posted)
-  // and to the host (at the end of a call, which the engine settles too).
-  virtual void settle() = 0;
+  // What the local steps wrote so far becomes visible to the links (before transfers are
+  // posted) and to the host (at the end of a call): flush() starts it, settled() says
+  // whether it is there. The engine polls settled() in its wait, which serves the failure
+  // protocol meanwhile, as UCC's executors are tested rather than waited on.
+  virtual void flush() = 0;
+  virtual bool settled() = 0;
+  // Both, blocking: for a caller with nothing else to serve.
+  void settle() {
+    flush();
+    while (!settled()) std::this_thread::yield();
+  }
 };
 
 // The executor for `kind`: host memory's runs the steps inline; device memory's queues

@@ -6,6 +6,8 @@
 #include <string>
 #include <thread>
 
+#include "core/engine.hpp"
+#include "ground/log.hpp"
 #include "strata/error.hpp"
 
 namespace strata {
@@ -102,6 +104,86 @@ void StreamOrder::complete(uint64_t seq) { raise_to(done_, seq); }
 void StreamOrder::release_all() {
   std::lock_guard lk(m_);
   raise_to(done_, issued_);
+}
+
+Request DeviceCalls::submit(OpQueue& queue, Engine* engine, const std::vector<void*>& streams,
+                            const std::vector<int>& peers, const std::vector<CallStaging::Buffer>& buffers, Fn fn,
+                            bool wait, KeepError keep_error) {
+  Request r;
+  {
+    std::lock_guard lk(issue_m_);
+    device::Backend& backend = device::require_backend("a call on device memory");
+    for (void* s : streams)
+      if (backend.execution().stream_capturing(s))
+        throw InvalidUsage("a device call on a stream that is being captured into a CUDA graph "
+                           "(cudaStreamBeginCapture): Strata cannot be captured yet (a call's stream waits for a flag "
+                           "its worker raises from the host, which a graph replay would not wait for); make the call "
+                           "outside the capture");
+    if (!order_) order_ = std::make_unique<StreamOrder>(backend, rank_);
+    if (engine) {
+      engine->prepare(MemoryKind::device);
+      if (!engine->connected(peers, MemoryKind::device))
+        queue.run_here([&] {
+          engine->connector().allow_device(true);
+          struct Disallow {
+            Connector& c;
+            ~Disallow() { c.allow_device(false); }
+          } disallow{engine->connector()};
+          engine->connect(peers, MemoryKind::device);
+        });
+    }
+    if (!staging_) staging_ = std::make_unique<CallStaging>(backend);
+    CallStaging::Plan plan = staging_->prepare(buffers);
+    StreamOrder::Ticket t = order_->issue(streams);
+    const std::exception_ptr refused = t.error;
+    r = queue.submit([this, engine, t = std::move(t), plan = std::move(plan), fn = std::move(fn),
+                      keep_error = std::move(keep_error)] {
+      run(*engine, t,
+          [&] {
+            staging_->copy_in(plan);
+            fn(plan.moved);
+            staging_->copy_out(plan);
+          },
+          keep_error);
+    });
+    if (refused) std::rethrow_exception(refused);  // the worker only completes its number
+  }
+  if (wait) r.wait();
+  return r;
+}
+
+void DeviceCalls::run(Engine& engine, const StreamOrder::Ticket& t, const std::function<void()>& fn,
+                      const KeepError& keep_error) {
+  log::set_thread_rank(rank_);
+  if (t.error) {
+    order_->complete(t.seq);
+    return;
+  }
+  try {
+    try {
+      // Waiting for the stream, the worker still answers peers' probes, saying so.
+      ControlChannel& control = engine.control();
+      control.doing_stream_wait(t.seq);
+      order_->wait_started(t, timeout_s_, [&control]() -> std::exception_ptr {
+        if (std::exception_ptr e = control.interrupted()) return e;
+        try {
+          control.serve_while_waiting();
+        } catch (...) {
+          return std::current_exception();
+        }
+        return nullptr;
+      });
+    } catch (const Error&) {
+      engine.control().fail_call(std::current_exception());  // the peers are told; throws
+    }
+    device::StreamsHeld held;  // the worker creates nothing the driver could block on
+    fn();
+  } catch (...) {
+    keep_error(std::current_exception());
+    order_->complete(t.seq);
+    throw;
+  }
+  order_->complete(t.seq);
 }
 
 }  // namespace strata

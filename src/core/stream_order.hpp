@@ -18,13 +18,19 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
 
+#include "core/call_staging.hpp"
+#include "core/op_queue.hpp"
 #include "ground/device/backend.hpp"
+#include "strata/strata.hpp"
 
 namespace strata {
+
+class Engine;
 
 class StreamOrder {
  public:
@@ -65,6 +71,40 @@ class StreamOrder {
   std::unordered_map<device::Stream, uint64_t*> start_;
   uint64_t* done_;
   uint64_t issued_ = 0;
+};
+
+// A communicator's device calls, whole: comm.cpp hands each one here once.
+// On the caller's thread, under one lock (calls take their numbers in the order the worker
+// runs them): a stream being captured into a CUDA graph is refused; what the worker would
+// create is made before the stream is held (a GPU driver call that creates can wait on the
+// user's thread, blocked on that stream): the executor, the device links to the call's
+// peers (the worker makes none: Connector::allow_device), the driver's view of the
+// buffers (foreign ones and a pre-multiplied sum's input staged, core/call_staging.hpp);
+// then the call's place on its streams, and the operation on the worker's queue.
+// On the worker: the wait for the streams (answering peers' probes meanwhile), the call on
+// the staged buffers, and its number completed whatever happens: no stream stays held.
+class DeviceCalls {
+ public:
+  DeviceCalls(int rank, double timeout_s) : rank_(rank), timeout_s_(timeout_s) {}
+  using Fn = std::function<void(const std::vector<void*>&)>;  // given where `buffers` are now
+  using KeepError = std::function<void(std::exception_ptr)>;  // a failure, for later calls
+  // Runs `fn` on `queue`'s worker, ordered on `streams`; `wait`: returns once it is over.
+  // `engine` is the communicator's (null: one rank, no peers).
+  Request submit(OpQueue& queue, Engine* engine, const std::vector<void*>& streams, const std::vector<int>& peers,
+                 const std::vector<CallStaging::Buffer>& buffers, Fn fn, bool wait, KeepError keep_error);
+  // Every call issued so far is over, run or not (abort, destroy).
+  void release_all() {
+    if (order_) order_->release_all();
+  }
+
+ private:
+  void run(Engine& engine, const StreamOrder::Ticket& t, const std::function<void()>& fn, const KeepError& keep_error);
+
+  const int rank_;
+  const double timeout_s_;
+  std::mutex issue_m_;
+  std::unique_ptr<StreamOrder> order_;    // made at the first call
+  std::unique_ptr<CallStaging> staging_;  // made at the first call
 };
 
 }  // namespace strata

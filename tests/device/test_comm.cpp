@@ -101,7 +101,7 @@ TEST(DeviceExecutor, ReducesAndFinalizesLikeASerialLoop) {
   DeviceBuffer da(n * 4), db(n * 4);
   upload(da.get(), a.data(), n * 4);
   upload(db.get(), b.data(), n * 4);
-  Reduction how{nullptr, sizeof(float), nullptr, false, DataType::float32, ReduceOp::avg};
+  const Reduction how = Reduction::on_device(DataType::float32, ReduceOp::avg, sizeof(float), nullptr, false);
   ex->reduce(da.bytes(), db.bytes(), n, how);
   ex->finalize(da.bytes(), n, DataType::float32, ReduceOp::avg, 2);
   ex->settle();

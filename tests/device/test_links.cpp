@@ -166,7 +166,6 @@ void reduce_case(LinkRank& me, DataType type, ReduceOp op, size_t count) {
   std::vector<PerPeer> bufs(static_cast<size_t>(me.nranks));
   const std::vector<T> mine = values(me.rank);
   const std::vector<uint8_t> garbage(bytes, 0x77);
-  const strata::ReduceFn fn = strata::reduce_fn(type, op);
   for (int p : peers_of(me)) {
     PerPeer& b = bufs[static_cast<size_t>(p)];
     for (auto* d : {&b.out, &b.in_place, &b.dst, &b.local}) *d = std::make_unique<DeviceBuffer>(bytes);
@@ -177,8 +176,8 @@ void reduce_case(LinkRank& me, DataType type, ReduceOp op, size_t count) {
     Link& l = me.device(p);
     l.post_send(b.out->get(), bytes);
     l.post_send(b.out->get(), bytes);
-    l.post_recv(b.in_place->get(), bytes, Reduction{fn, sizeof(T), b.in_place->bytes(), false, type, op});
-    l.post_recv(b.dst->get(), bytes, Reduction{fn, sizeof(T), b.local->bytes(), false, type, op});
+    l.post_recv(b.in_place->get(), bytes, Reduction::on_device(type, op, sizeof(T), b.in_place->bytes(), false));
+    l.post_recv(b.dst->get(), bytes, Reduction::on_device(type, op, sizeof(T), b.local->bytes(), false));
   }
   drive(links_of(me));
   for (int p : peers_of(me)) {

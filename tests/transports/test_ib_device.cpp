@@ -106,7 +106,7 @@ TEST(IbverbsDevice, LoopbackLinkTransfersAndReduces) {
   la->post_send(x.data(), n * sizeof(float));
   lb->post_recv(z.data(), n * sizeof(float), {});
   lb->post_send(y.data(), n * sizeof(float));
-  la->post_recv(w.data(), n * sizeof(float), {strata::reduce_fn(strata::DataType::float32, strata::ReduceOp::sum), sizeof(float), reinterpret_cast<const char*>(w.data())});
+  la->post_recv(w.data(), n * sizeof(float), strata::Reduction::on_host(strata::reduce_fn(strata::DataType::float32, strata::ReduceOp::sum), sizeof(float), reinterpret_cast<const char*>(w.data()), false));
   auto t0 = now_s();
   while (!(la->idle() && lb->idle())) {
     la->progress();

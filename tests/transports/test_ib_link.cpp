@@ -175,7 +175,7 @@ TEST(IbLink, ReducingReceive) {
   std::vector<float> x = pattern(n, 1.f), y = pattern(n, 1000.f), expect(n);
   for (size_t i = 0; i < n; ++i) expect[i] = x[i] + y[i];
   p.a->post_send(x.data(), n * sizeof(float));
-  p.b->post_recv(y.data(), n * sizeof(float), {reduce_fn(DataType::float32, ReduceOp::sum), sizeof(float), reinterpret_cast<const char*>(y.data())});
+  p.b->post_recv(y.data(), n * sizeof(float), Reduction::on_host(reduce_fn(DataType::float32, ReduceOp::sum), sizeof(float), reinterpret_cast<const char*>(y.data()), false));
   ASSERT_TRUE(p.run(rng));
   EXPECT_EQ(p.net.violation, "");
   EXPECT_EQ(y, expect);

@@ -81,8 +81,8 @@ TEST(ShmLink, SmallReducingReceiveBothWays) {
     std::vector<double> xa = x, yb = y;
     p.a->post_send(x.data(), count * 8);
     p.b->post_send(y.data(), count * 8);
-    p.a->post_recv(xa.data(), count * 8, Reduction{sum, 8, reinterpret_cast<const char*>(xa.data()), false});
-    p.b->post_recv(yb.data(), count * 8, Reduction{sum, 8, reinterpret_cast<const char*>(yb.data()), false});
+    p.a->post_recv(xa.data(), count * 8, Reduction::on_host(sum, 8, reinterpret_cast<const char*>(xa.data()), false));
+    p.b->post_recv(yb.data(), count * 8, Reduction::on_host(sum, 8, reinterpret_cast<const char*>(yb.data()), false));
     ASSERT_TRUE(p.run()) << count;
     for (size_t i = 0; i < count; ++i) {
       ASSERT_EQ(xa[i], x[i] + y[i]) << count << " @" << i;
@@ -108,7 +108,7 @@ TEST(ShmLink, ForwardsWhatItReducesAsItsRecordSays) {
     for (size_t i = 0; i < count; ++i) x[i] = static_cast<int32_t>(i * 7 + 1), y[i] = static_cast<int32_t>(count - i);
     std::vector<int32_t> mine = y;  // b reduces x into its copy of y and forwards the result
     p.a->post_send(x.data(), count * 4);
-    p.b->post_recv(mine.data(), count * 4, Reduction{sum, 4, reinterpret_cast<const char*>(y.data()), true});
+    p.b->post_recv(mine.data(), count * 4, Reduction::on_host(sum, 4, reinterpret_cast<const char*>(y.data()), true));
     p.a->post_recv(back.data(), count * 4, {});
     ASSERT_TRUE(p.run()) << count;
     for (size_t i = 0; i < count; ++i) {
@@ -143,7 +143,7 @@ TEST(ShmLink, ZeroCopyForwardPushedOrReadBack) {
         back[i] = -1;
       }
       p.a->post_send(x, bytes);
-      p.b->post_recv(mine, bytes, Reduction{sum, 4, reinterpret_cast<const char*>(y), true});
+      p.b->post_recv(mine, bytes, Reduction::on_host(sum, 4, reinterpret_cast<const char*>(y), true));
       p.a->post_recv(back, bytes, {});
       ASSERT_TRUE(p.run()) << count;
       for (size_t i = 0; i < count; ++i) {
@@ -172,7 +172,7 @@ TEST(ShmLink, EveryForwardOfAManyPiecePlanIsWrittenIntoItsLanding) {
   }
   for (size_t k = 0; k < pieces; ++k) p.a->post_send(x[k], bytes);
   for (size_t k = 0; k < pieces; ++k)
-    p.b->post_recv(mine[k], bytes, Reduction{sum, 4, reinterpret_cast<const char*>(y[k]), true});
+    p.b->post_recv(mine[k], bytes, Reduction::on_host(sum, 4, reinterpret_cast<const char*>(y[k]), true));
   for (size_t k = 0; k < pieces; ++k) p.a->post_recv(back[k], bytes, {});
   ASSERT_TRUE(p.run());
   for (size_t k = 0; k < pieces; ++k)
@@ -195,7 +195,7 @@ TEST(ShmLink, AbandonedLandingIsNotWrittenAnyMore) {
   auto* back = static_cast<int32_t*>(alloc(bytes, MemoryKind::host));
   for (size_t i = 0; i < count; ++i) x[i] = static_cast<int32_t>(i), y[i] = 5, back[i] = -1;
   p.a->post_send(x, bytes);
-  p.b->post_recv(mine, bytes, Reduction{sum, 4, reinterpret_cast<const char*>(y), true});
+  p.b->post_recv(mine, bytes, Reduction::on_host(sum, 4, reinterpret_cast<const char*>(y), true));
   p.a->post_recv(back, bytes, {});  // offers its landing
   p.a->progress();                  // x's header
   p.b->progress();                  // the header, and the first piece reduced and written

@@ -38,7 +38,7 @@ TEST(HostExecutor, ReducesAndFinalizesLikeASerialLoop) {
     src[i] = static_cast<float>(3 * i % 11) + 0.5f;
     want[i] = (dst[i] + src[i]) / 2.0f;
   }
-  Reduction how{reduce_fn(DataType::float32, ReduceOp::avg), sizeof(float), nullptr, false, DataType::float32, ReduceOp::avg};
+  const Reduction how = Reduction::on_host(reduce_fn(DataType::float32, ReduceOp::avg), sizeof(float), nullptr, false, DataType::float32, ReduceOp::avg);
   ex->reduce(reinterpret_cast<char*>(dst.data()), reinterpret_cast<const char*>(src.data()), n, how);
   ex->finalize(reinterpret_cast<char*>(dst.data()), n, DataType::float32, ReduceOp::avg, 2);
   EXPECT_EQ(dst, want);
