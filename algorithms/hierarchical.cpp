@@ -333,9 +333,9 @@ bool even_single_level(const CollArgs& a) {
 // piece overlaps the shared-memory phases of the next.
 Plan pipelined_all_reduce(const CollArgs& a) {
   const size_t bytes = a.count * a.elem_size;
-  // Up to 16 pieces of at least 1 MiB: on the emulated 1gbit cluster 16 pieces were 2-5%
-  // faster than 8 at 64 MiB, and a 1 MiB floor 3-7% faster than 2 MiB at 4-16 MiB (less
-  // of the first and last piece left unoverlapped).
+  // Up to 16 pieces of at least 1 MiB: on the emulated 1gbit cluster both beat 8 pieces
+  // and a 2 MiB floor (less of the first and last piece left unoverlapped;
+  // docs/benchmarks.md, "Measured choices").
   const size_t pieces = std::min<size_t>(16, bytes / (1u << 20));
   std::vector<Plan> plans;
   std::vector<Placement> at;

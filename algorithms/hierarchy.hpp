@@ -18,7 +18,7 @@ struct LinkModel {
   // What a rank spends on each message it sends over these links (posting it: the
   // software's part, LogP's o), one message after another; < 0: not told, and the tuner
   // charges a message's whole latency for each of a rank's messages in a round (measured so
-  // on the emulated cluster, docs/benchmarks.md).
+  // on the emulated cluster, docs/benchmarks.md, "Measured choices").
   double overhead_s = -1;
   double one_way_Bps() const { return stream_Bps > 0 ? stream_Bps : bandwidth_Bps; }
 };
@@ -62,14 +62,14 @@ std::vector<LevelSpec> parse_hierarchy_spec(const std::string& spec);
 // Emulated node of `rank` when the spec sets node sizes, else -1.
 int emulated_node(const std::vector<LevelSpec>& spec, int rank);
 
-// The default link models. Shared memory: a message costs about 0.4 us between ranks on
-// two CPUs of the 2-vCPU VM (a two-rank 8 B all_reduce, direct: 0.35-0.5 us a call) and
-// its large copies run at about half the single-core copy rate (data in, then out). Tcp
-// between ranks of one host (STRATA_TRANSPORT=tcp): 6-10 us an 8 B all_reduce, about
-// 2 GB/s for 1 MiB there. One direction alone streams faster: a 2-rank broadcast or
-// reduce (the chain) ran at 9-14 GB/s on shared memory from 8 KiB to 1 MiB and 4.2-5.2 GB/s
-// over tcp at 128 KiB-1 MiB, where the models above predicted 3-5x too slow (perf/scan,
-// docs/benchmarks/scan_2ranks.md). A network between nodes: 10 Gbit/s. docs/benchmarks.md.
+// The default link models, fitted on the 2-vCPU development VM (the figures each is fitted
+// to: docs/benchmarks.md, "Measured choices"). Shared memory: a message's latency from a
+// two-rank 8 B all_reduce (direct), and large copies at about half the single-core copy
+// rate (data in, then out). Tcp between ranks of one host (STRATA_TRANSPORT=tcp): an 8 B
+// all_reduce's latency and the rate at 1 MiB. One direction alone streams faster than the
+// two-way rate, which predicted a 2-rank broadcast or reduce (the chain) too slow, on
+// shared memory and over tcp (perf/scan): hence a one-way rate. A network between nodes:
+// 10 Gbit/s.
 inline constexpr LinkModel kShmLink{0.5e-6, 3e9, 12e9}, kHostTcpLink{5e-6, 2e9, 5e9}, kNetLink{30e-6, 1.25e9};
 
 // Builds the hierarchy from each rank's host identity and the spec. Link models come from

@@ -37,15 +37,15 @@ Plan all_reduce_whole(const CollArgs& a) {
 
 // Two ranks, large vectors: the ring runs as 1 MiB pieces in a software pipeline (piece
 // i's all-gather in the round of piece i+1's reduce-scatter), so each block a rank has just
-// reduced is still in cache when it sends it back. Measured 1.2-1.8x faster out of place
-// at 4-64 MiB on the 2-core VM (docs/benchmarks.md); more ranks keep one piece (not
-// measured to help: their per-step transfers would shrink to 1/n MiB).
+// reduced is still in cache when it sends it back: faster out of place at 4-64 MiB
+// (docs/benchmarks.md, "Measured choices"); more ranks keep one piece (not measured to
+// help: their per-step transfers would shrink to 1/n MiB).
 constexpr size_t kPieceBytes = 1 << 20;
 
 // Not on device memory: there a round costs a kernel launch and a hand-off between
-// processes, not a cache miss. On an H200 (ranks sharing it, docs/gpu.md, Results) the
-// 2-rank ring ran 1 GiB in 1025 rounds at 3.5 GB/s busbw where the 4-rank ring, in 6
-// rounds, reached 221 GB/s.
+// processes, not a cache miss. On an H200 (ranks sharing it) the pieced 2-rank ring of
+// 1 GiB, in 1025 rounds, ran far below the 4-rank ring's 6 rounds (docs/gpu.md, "Results";
+// docs/benchmarks.md, "Measured choices").
 int two_rank_pieces(const CollArgs& a) {
   if (a.memory == MemoryKind::device) return 1;
   const size_t bytes = a.count * a.elem_size;

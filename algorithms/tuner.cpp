@@ -11,7 +11,8 @@ namespace {
 // memory and while its operands stay in a core's cache; reductions fused into a receive
 // (recv_reduce) cost nothing extra in this model. In cache, the two-rank direct all_reduce
 // (a local pass after the exchange) measured faster than the ring up to 8 KiB and slower
-// from 16 KiB on the 2-vCPU VM: at 0.5 us a message, a pass at about 16 GB/s. Ranks that
+// from 16 KiB: at 0.5 us a message, that puts a pass at about 16 GB/s
+// (docs/benchmarks.md, "Measured choices"). Ranks that
 // share a core (oversubscribed) evict each other's data: from memory, whatever the size.
 constexpr double kReduceBps = 4e9, kReduceInCacheBps = 16e9;
 constexpr double kCacheBytes = 1 << 20;
@@ -27,10 +28,10 @@ struct Pass {
 
 // With more ranks than CPUs a message waits for the scheduler to run its receiver: the
 // latency of a round is at least a hand-off (4 ranks on 2 cores; the value the tuner's
-// choices there were measured with, docs/benchmarks.md).
+// choices there were measured with, docs/benchmarks.md, "Measured choices").
 // Nor does one direction stream alone: the other ranks want the same cores (4 ranks on
-// 2 cores: a broadcast tree's hop of 256 KiB-1 MiB ran at 4.8-6.2 GB/s, nearer the shm
-// link's exchange rate than its one-way 12 GB/s).
+// 2 cores: a broadcast tree's hop ran nearer the shm link's exchange rate than its one-way
+// rate, docs/benchmarks.md, "Measured choices").
 constexpr double kOversubscribedLatency_s = 2e-6;
 LinkModel as_run(LinkModel l, const Hierarchy& h) {
   if (h.oversubscribed) {
@@ -203,8 +204,8 @@ Cost ring_step(const Ladder& l, double bytes) {
   }
   // With more ranks than CPUs a rank runs its step when the scheduler gets to it, after its
   // predecessor's: the steps do not overlap, and each costs its slowest edge (on the
-  // emulated cluster the ring's 64 KiB calls measured 1.24-1.54x their simulated time, the
-  // overlap the simulator assumes, docs/simulator.md).
+  // emulated cluster the ring's 64 KiB calls took longer than simulated with the overlap,
+  // docs/benchmarks.md, "Measured choices"; docs/simulator.md).
   if (l.oversubscribed) {
     double worst = 0;
     for (size_t j = 0; j < l.rungs.size(); ++j)
@@ -228,10 +229,10 @@ double chain_time(double bytes, int n, const LinkModel& l, size_t* chunk) {
 // With more ranks than CPUs, every round in which a rank waits for a peer also waits for
 // the scheduler to run that peer: a round of short messages costs about a context switch
 // or two on top of them. (4 ranks on 2 cores, 32 B-2 KiB: direct all_gather and
-// reduce_scatter, one round, 1.06-1.23x faster than the ring or Bruck's; from 2 KiB per
-// peer on the ring caught up, and at 8 KiB it was 2-3x faster; docs/benchmarks.md.)
+// reduce_scatter, one round, faster than the ring or Bruck's; from 2 KiB per peer the ring
+// caught up, and at 8 KiB it was faster; docs/benchmarks.md, "Measured choices".)
 // Charged for reduce_scatter and all_gather only: for all_reduce the same charge picked
-// the direct plan over recursive doubling, and that measured 0.68-0.84x.
+// the direct plan over recursive doubling, and that measured slower.
 constexpr double kOversubscribedRound_s = 5e-6;
 constexpr double kOversubscribedShortBytes = 2048;  // per peer: shorter messages pay the rounds
 
@@ -252,7 +253,7 @@ double tree_time(double bytes, int n, const LinkModel& l) { return ceil_log2(n) 
 // A rank posts its n - 1 messages one after another, each costing the overhead of the
 // link it takes (the messages fly meanwhile: the round lasts the longer of the two); where
 // STRATA_LINK_MODEL does not give the overhead, each message costs a whole latency
-// (measured so on the emulated cluster, docs/benchmarks.md).
+// (measured so on the emulated cluster, docs/benchmarks.md, "Measured choices").
 Cost all_pairs(const Ladder& l, double each) {
   const LinkModel& top = l.rungs.back().link;
   Cost c{(l.n - 1) * top.latency_s, (l.n - 1) * each / l.rungs[0].link.bandwidth_Bps};
@@ -505,7 +506,8 @@ Choice tune(const CollArgs& a) {
     if (device_node && algo != Algo::direct && algo != Algo::ring) continue;
     // A pipelined chain needs every rank of it copying at once. With more ranks than CPUs
     // each chunk's hand-off waits for the scheduler: broadcast on 4 ranks sharing 2 cores
-    // ran 1.2-4x faster as a tree than as the tuned chain, 32 KiB-8 MiB (docs/benchmarks.md).
+    // ran faster as a tree than as the tuned chain, 32 KiB-8 MiB (docs/benchmarks.md,
+    // "Measured choices").
     if (algo == Algo::ring && a.coll == Collective::broadcast && a.hier && a.hier->oversubscribed) continue;
     double t = predict(algo, a);
     if (t < best.predicted_s) best = {algo, t, 0};

@@ -73,8 +73,8 @@ using Fp8E5M2 = Fp8Format<5, 2, true>;
 // nearest even, .satfinite saturating to the largest finite value and making NaN 0x7f):
 // the same results as the code above, without its data-dependent branches, which the
 // reduce kernel's 16 conversions per source and per store turned into hundreds of branches
-// (the fp8 reduce ran at 26% of copy bandwidth on an H200, bf16 at 95%). Older GPUs and
-// the host run the code above.
+// (the software fp8 reduce against bf16's on an H200: docs/benchmarks.md, "Measured
+// choices"). Older GPUs and the host run the code above.
 #define STRATA_FP8_IN_HARDWARE 1
 namespace {
 __device__ inline float fp8_hardware_to_float(uint8_t b, bool e4m3) {

@@ -1,10 +1,10 @@
 // Writing a large receive's destination with non-temporal stores: the destination's cache
 // lines are not read from memory before being overwritten, and the data does not evict the
-// FIFO (which the peer keeps refilling) from the caches. Measured 10-40% faster for
-// all-reduces of >= 1 MiB transfers on this machine, and needed from 256 KiB (the default
-// STRATA_SHM_STREAM_BYTES) by the two-rank forwarding all-reduce's 512 KiB halves
-// (docs/benchmarks.md); small transfers keep ordinary stores because their data is usually
-// read again soon. The same copy also writes FIFOs when the plan's StoreChooser says so.
+// FIFO (which the peer keeps refilling) from the caches. Faster for all-reduces of >= 1 MiB
+// transfers, and needed from 256 KiB (the default STRATA_SHM_STREAM_BYTES) by the two-rank
+// forwarding all-reduce's 512 KiB halves (docs/benchmarks.md, "Measured choices"); small
+// transfers keep ordinary stores because their data is usually read again soon. The same
+// copy also writes FIFOs when the plan's StoreChooser says so.
 #pragma once
 
 #include <emmintrin.h>

@@ -3,9 +3,9 @@
 //
 // Ranks fresh from bootstrap often share one CPU on a busy machine: a rank woken by a
 // socket is placed on its waker's CPU when its own is busy, and the engine's spinning and
-// yielding never block, so nothing gives the scheduler a reason to move them apart. On
-// the 2-vCPU VM under other jobs' load most short two-rank runs stayed on one CPU, at
-// 1.6-5 us for an 8 B all_reduce against 0.45 us on two (docs/benchmarks.md). So at
+// yielding never block, so nothing gives the scheduler a reason to move them apart. On a
+// loaded machine most short two-rank runs stayed on one CPU, several times slower a call
+// than on two (docs/benchmarks.md, "Measured choices"). So at
 // creation each thread is moved once to the CPU it would have if the machine's ranks were
 // laid out in rank order over their CPUs, and its CPU mask is given back at once: a hint,
 // not a binding (the scheduler moves it again as it likes, and threads it starts are not

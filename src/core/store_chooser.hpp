@@ -5,12 +5,12 @@
 // them. A non-temporal store skips the pull but sends the line to memory, so when they do
 // share a cache the reader then misses it there. On the 2-vCPU VM both happen, its cores
 // moving between the two placements every few minutes, invisibly to the guest:
-// non-temporal FIFO writes made a 2-rank all_reduce 1.7-2x faster in one placement and
-// 0.8x as fast in the other (docs/benchmarks.md). Neither side's copy time alone tells
-// which is better (the writer's cost shows in one placement, the reader's in the other), so
-// each cached plan times its whole calls with either kind, tries the other kind now and
-// then, and keeps the faster. Grouped send/receive calls learn theirs by the bytes they
-// send, like a plan. Only this rank's stores change; the bytes in the FIFO are
+// non-temporal FIFO writes made a 2-rank all_reduce much faster in one placement and
+// slower in the other (docs/benchmarks.md, "Measured choices"). Neither side's copy time
+// alone tells which is better (the writer's cost shows in one placement, the reader's in
+// the other), so each cached plan times its whole calls with either kind, tries the other
+// kind now and then, and keeps the faster. Grouped send/receive calls learn theirs by the
+// bytes they send, like a plan. Only this rank's stores change; the bytes in the FIFO are
 // the same, so the peers need not agree.
 #pragma once
 

@@ -6,18 +6,19 @@
 // send until this rank gives the CPU up. That happens with more ranks than CPUs, and also
 // with ranks = CPUs on a loaded machine: the scheduler places a rank woken by a socket
 // on its waker's CPU when its own is busy, so two ranks fresh from bootstrap often share
-// one CPU, and spinning and yielding never give it a reason to move them. On the 2-vCPU VM
-// under other jobs' load that was most short runs: a two-rank 8 B all_reduce took 6-7 us
-// a call (64 empty polls, then a yield, on each side) against 0.3 us on two CPUs, and
-// 2.5 us yielding at the first empty poll (docs/benchmarks.md).
+// one CPU, and spinning and yielding never give it a reason to move them. On a loaded
+// machine that was most short runs, and spinning 64 empty polls before each yield, on each
+// side, cost a small call more than yielding at the first empty poll did
+// (docs/benchmarks.md, "Measured choices").
 //
 // What tells the two apart is the yield: one that switches to another thread takes
-// microseconds (2-4 us measured on that VM, where a yield with nobody else to run takes
-// 0.25-1 us). A stall that ends after such a yield means the CPU is shared; two in a row
-// make the rank yield at its first empty poll. A stall whose yields switched nowhere means
-// nobody else wants this CPU, so spinning costs nobody anything: the rank spins again. One
-// stall in kExploreEvery spins the full budget anyway, so a peer that has moved to another
-// CPU is noticed even while every yield switches (to some other job's thread).
+// microseconds, several times a yield with nobody else to run (kSwitchedYield sits
+// between the two; docs/benchmarks.md, "Measured choices"). A stall that ends after such
+// a yield means the CPU is shared; two in a row make the rank yield at its first empty
+// poll. A stall whose yields switched nowhere means nobody else wants this CPU, so
+// spinning costs nobody anything: the rank spins again. One stall in kExploreEvery spins
+// the full budget anyway, so a peer that has moved to another CPU is noticed even while
+// every yield switches (to some other job's thread).
 #pragma once
 
 #include <chrono>

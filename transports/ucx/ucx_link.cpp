@@ -43,10 +43,10 @@ namespace {
 // as tag messages, which is cheaper than a put, a flush and a notice.
 constexpr size_t kPutMin = 16 << 10;
 // Plain receives of this many bytes or more copy their put chunks out of the slots with
-// non-temporal stores (transports/streaming.hpp): 1.29x for 2-rank sendrecv of 4 MiB over
-// UCX sm. Reducing receives keep ordinary stores: a reduced piece is usually sent on next
-// (the ring's reduce-scatter), and non-temporal stores would make that send read it back
-// from memory (2-rank all_reduce of 4-64 MiB: 1.08-1.14x without them).
+// non-temporal stores (transports/streaming.hpp). Reducing receives keep ordinary stores:
+// a reduced piece is usually sent on next (the ring's reduce-scatter), and non-temporal
+// stores would make that send read it back from memory. Both measured over UCX sm:
+// docs/benchmarks.md, "Measured choices".
 constexpr size_t kStreamMin = 256 << 10;
 
 // A link's one-sided path: the region this rank set aside for the peer's puts, and where
@@ -508,7 +508,7 @@ std::unique_ptr<LinkSetup> create_setup(const SetupContext& ctx) {
   std::string puts = settings::text("STRATA_UCX_PUTS");  // "" (auto), "auto", "0" or "1"
   PutUse use = puts == "0" ? PutUse::never : puts == "1" ? PutUse::always : PutUse::same_host;
   // Smaller than tag messages: a slot the peer has just written is still in cache when it is
-  // taken out (2-rank sendrecv of 4 MiB over UCX sm: 1.43x with 256 KiB against 1 MiB).
+  // taken out (256 KiB against 1 MiB: docs/benchmarks.md, "Measured choices").
   size_t put_chunk = static_cast<size_t>(settings::integer("STRATA_UCX_PUT_CHUNK_BYTES")) & ~size_t(63);
   return std::make_unique<UcxSetup>(ctx, chunk, put_chunk, slots, use);
 }
