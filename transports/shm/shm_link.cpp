@@ -21,7 +21,7 @@ ShmLink::ShmLink(int peer, ShmRing* out, ShmRing* in, std::shared_ptr<ShmSegment
                 .streaming_stores = true,
                 .memory = {MemoryKind::host},
                 .needs_registration = false});
-  forward_tmp_.resize(256 << 10);  // in L2: smaller pieces ran slower (docs/benchmarks.md)
+  forward_tmp_.resize(256 << 10);  // in L2: smaller pieces ran slower (docs/benchmarks.md, "Measured choices")
 }
 
 void ShmLink::abandon() { zerocopy_.close_landings(); }

@@ -51,7 +51,7 @@ size_t ShmProducer::put(const char* bytes, size_t want, bool starts, bool whole,
 
 size_t ShmProducer::put_piece(const char* src, size_t len, size_t done, bool stream) {
   // Published a piece at a time, so the receiver starts copying out while the rest goes
-  // in (docs/benchmarks.md: one-way transfers of megabytes, against whole-message writes).
+  // in (docs/benchmarks.md, "Measured choices").
   constexpr size_t kPieceBytes = 256 << 10;
   return put(src + done, std::min(kPieceBytes, len - done), done == 0, false, stream);
 }

@@ -85,7 +85,7 @@ std::shared_ptr<ShmSegment> ShmSegment::create(const std::string& name, int nrin
 
 void ShmSegment::populate(int i) const {
   // A job's first 4 MiB through a FIFO otherwise paid two page faults per 4 KiB, on both
-  // sides (docs/benchmarks.md). A kernel without MADV_POPULATE_WRITE (before 5.14) leaves
+  // sides (docs/benchmarks.md, "Measured choices"). A kernel without MADV_POPULATE_WRITE (before 5.14) leaves
   // it to them.
   (void)madvise(ring(i), static_cast<SegHeader*>(base_)->stride, MADV_POPULATE_WRITE);
 }

@@ -20,7 +20,7 @@ namespace strata {
 // can never look current.
 struct ShmInline {
   static constexpr size_t kLineData = 56;
-  // 5 lines: where the FIFO catches up with the lines (docs/benchmarks.md, shared memory).
+  // 5 lines: where the FIFO catches up with the lines (docs/benchmarks.md, "Measured choices").
   static constexpr size_t kMaxBytes = 256;
   static constexpr size_t kRingBytes = 64 << 10;
   static size_t lines(size_t bytes) { return (bytes + kLineData - 1) / kLineData; }

@@ -75,7 +75,7 @@ void ShmZeroCopy::close_landings() { in_.ring()->landings_closed.store(1, std::m
 // Push (STRATA_SHM_ZEROCOPY_PUSH): the two-rank forward's receiver would otherwise read the
 // reduced half back from the sender's destination, 1.5 reads of the buffer a rank instead
 // of 1. The sender writes each reduced piece into both destinations while it is in cache
-// (docs/benchmarks.md, zero-copy).
+// (docs/benchmarks.md, "Zero-copy" and "Measured choices").
 void ShmZeroCopy::offer_landing(ShmTransfer& t) {
   if (!push_ || !t.headed || t.reduce) return;
   t.region = device::shareable_host_region(t.buf, t.len);
@@ -202,7 +202,7 @@ ShmStep ShmZeroCopy::recv_mapped(ShmTransfer& t, ShmTransfer* f) {
   if (f && f->push_to) {
     // Each 64 KiB reduced is copied into the peer's landing while it is in L1/L2, streamed
     // as the receives' copies are: with plain stores each line of the landing is first
-    // read from memory (docs/benchmarks.md, zero-copy).
+    // read from memory (docs/benchmarks.md, "Zero-copy" and "Measured choices").
     // The peer closes its landings when its call fails: checked before each piece, so a
     // rank stopped and resumed writes at most the piece it was in.
     constexpr size_t kSubBytes = 64 << 10;
