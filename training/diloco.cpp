@@ -49,37 +49,6 @@ void between_islands(const std::function<void()>& call) {
   }
 }
 
-void validate_diloco(Options& o, int world, bool launched) {
-  if (!diloco_on(o)) {
-    if (!o.diloco_flag.empty())
-      throw TrainError(o.diloco_flag + " is a DiLoCo option: it needs --diloco-h H (inner steps between outer syncs)");
-    return;
-  }
-  const int H = o.diloco_h, K = o.outer.islands;
-  if (!launched) throw TrainError("--diloco-h needs a job of several ranks: start it with strata-run -n N");
-  if (K == 0)
-    throw TrainError("--diloco-h needs --islands K: the number of islands, the groups of the hierarchy's outermost "
-                     "level (e.g. strata-run --hosts K)");
-  if (world % K != 0)
-    throw TrainError("--islands " + std::to_string(K) + " does not divide the " + std::to_string(world) +
-                     " ranks into equal islands");
-  if (o.dp % K != 0)
-    throw TrainError("--islands " + std::to_string(K) + " does not divide --dp " + std::to_string(o.dp) +
-                     ": each island holds whole replicas of the --tp x --pp grid, dp/K of them");
-  const int groups = o.model.layers + 2;
-  if (o.outer.fragments > groups)
-    throw TrainError("--fragments " + std::to_string(o.outer.fragments) + " but the model has " +
-                     std::to_string(groups) + " layer groups (embeddings, " + std::to_string(o.model.layers) +
-                     " blocks, final LayerNorm)");
-  if (o.outer.fragments > H)
-    throw TrainError("--fragments " + std::to_string(o.outer.fragments) + " is more than --diloco-h " +
-                     std::to_string(H) + ": at most one fragment starts per step");
-  if (o.outer.overlap >= H)
-    throw TrainError("--overlap " + std::to_string(o.outer.overlap) + " must be below --diloco-h " +
-                     std::to_string(H) + ": a fragment is applied before its next sync");
-  o.outer.every = H;
-}
-
 int island_of(const Options& o, int rank, int world) {
   return diloco_on(o) ? rank / (world / o.outer.islands) : 0;
 }

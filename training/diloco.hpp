@@ -43,9 +43,6 @@ namespace strata::train {
 
 inline constexpr const char* kOuterFile = "outer.bin";
 
-// Checks the DiLoCo flags against each other and the job (before it is joined); sets
-// o.outer.every from --diloco-h.
-void validate_diloco(Options& o, int world, bool launched);
 inline bool diloco_on(const Options& o) { return o.diloco_h > 0; }
 // The island of job rank `rank` (0 without DiLoCo), and the first of the global batch's
 // data-parallel slices it takes (its island takes dp/K of them).

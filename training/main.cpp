@@ -441,7 +441,7 @@ int run(int argc, char** argv) {
   const strata::LaunchInfo launch = strata::launch_info();
   // Everything the user can get wrong is checked before joining the job and before any
   // file is written.
-  st::validate_options(o, launch.size, !launch.launcher.empty());
+  st::validate_options(o, launch.size, !launch.launcher.empty(), st::default_device);
   Run r(o, launch);
   if (r.state.root) print_banner(r);
   Loop loop(r);

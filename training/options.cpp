@@ -10,8 +10,6 @@
 #include <string_view>
 #include <vector>
 
-#include "device/device_options.hpp"
-#include "diloco.hpp"
 #include "errors.hpp"
 #include "pipeline_schedule.hpp"
 #include "rank_grid.hpp"
@@ -244,6 +242,54 @@ std::string not_ours(const std::string& arg) {
   return "unexpected argument '" + arg + "'";
 }
 
+
+// The DiLoCo flags against each other and the job (before it is joined); sets o.outer.every
+// from --diloco-h.
+void validate_diloco(Options& o, int world, bool launched) {
+  if (o.diloco_h <= 0) {  // DiLoCo off (diloco.hpp's diloco_on)
+    if (!o.diloco_flag.empty())
+      throw TrainError(o.diloco_flag + " is a DiLoCo option: it needs --diloco-h H (inner steps between outer syncs)");
+    return;
+  }
+  const int H = o.diloco_h, K = o.outer.islands;
+  if (!launched) throw TrainError("--diloco-h needs a job of several ranks: start it with strata-run -n N");
+  if (K == 0)
+    throw TrainError("--diloco-h needs --islands K: the number of islands, the groups of the hierarchy's outermost "
+                     "level (e.g. strata-run --hosts K)");
+  if (world % K != 0)
+    throw TrainError("--islands " + std::to_string(K) + " does not divide the " + std::to_string(world) +
+                     " ranks into equal islands");
+  if (o.dp % K != 0)
+    throw TrainError("--islands " + std::to_string(K) + " does not divide --dp " + std::to_string(o.dp) +
+                     ": each island holds whole replicas of the --tp x --pp grid, dp/K of them");
+  const int groups = o.model.layers + 2;
+  if (o.outer.fragments > groups)
+    throw TrainError("--fragments " + std::to_string(o.outer.fragments) + " but the model has " +
+                     std::to_string(groups) + " layer groups (embeddings, " + std::to_string(o.model.layers) +
+                     " blocks, final LayerNorm)");
+  if (o.outer.fragments > H)
+    throw TrainError("--fragments " + std::to_string(o.outer.fragments) + " is more than --diloco-h " +
+                     std::to_string(H) + ": at most one fragment starts per step");
+  if (o.outer.overlap >= H)
+    throw TrainError("--overlap " + std::to_string(o.outer.overlap) + " must be below --diloco-h " +
+                     std::to_string(H) + ": a fragment is applied before its next sync");
+  o.outer.every = H;
+}
+
+// Puts the default device in o.device when none was given, and refuses what the chosen
+// device cannot do yet.
+void validate_device(Options& o, int world, const std::function<std::string()>& default_device) {
+  if (o.device.empty()) o.device = default_device();
+  if (o.precision == "bf16" && o.device != "cuda")
+    throw TrainError("--precision bf16 needs --device cuda (its products run on bf16 tensor cores); --device " +
+                     o.device + " computes in fp32");
+  // The groups call the communicator's stream forms on device buffers (group.hpp); what
+  // has not been run on a device with several ranks is refused by name.
+  if (o.device != "host" && world > 1 && o.on_failure != "stop")
+    throw TrainError("--device " + o.device + " with --on-failure " + o.on_failure +
+                     ": going on after a failure is not implemented on a device (its recovery moves host "
+                     "buffers); use --device host, or --on-failure stop");
+}
 }  // namespace
 
 Options parse_options(int argc, const char* const* argv) {
@@ -298,7 +344,7 @@ Options parse_options(int argc, const char* const* argv) {
   return o;
 }
 
-void validate_options(Options& o, int world, bool launched) {
+void validate_options(Options& o, int world, bool launched, const std::function<std::string()>& default_device) {
   const std::string n = std::to_string(world);
   const int mp = o.tp * o.pp;
   const std::string grid = "--tp " + std::to_string(o.tp) + " x --pp " + std::to_string(o.pp);
@@ -387,7 +433,7 @@ void validate_options(Options& o, int world, bool launched) {
     throw TrainError("--stop-at " + std::to_string(o.stop_at) + " is beyond --steps " +
                      std::to_string(o.steps));
   validate_diloco(o, world, launched);
-  validate_device(o, world);
+  validate_device(o, world, default_device);
 }
 
 std::string usage_text() {

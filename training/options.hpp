@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <strata/outer_sync.hpp>
 #include <string>
 
@@ -61,8 +62,11 @@ struct Options {
 
 // Throws TrainError for an unknown flag or a malformed value.
 Options parse_options(int argc, const char* const* argv);
-// Checks that the options make sense together for a job of `world` ranks.
-void validate_options(Options& o, int world, bool launched);
+// Checks that the options make sense together for a job of `world` ranks (`launched`: by a
+// launcher, not as one process), DiLoCo's and the device's included, and fills in what
+// depends on them. default_device: what --device is when not given (device/choose.hpp's
+// default_device()), asked only then.
+void validate_options(Options& o, int world, bool launched, const std::function<std::string()>& default_device);
 std::string usage_text();
 
 }  // namespace strata::train

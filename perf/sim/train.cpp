@@ -4,6 +4,7 @@
 #include <map>
 
 #include "algorithms/outer_layout.hpp"
+#include "device/choose.hpp"
 #include "diloco.hpp"
 #include "layout.hpp"
 #include "options.hpp"
@@ -75,7 +76,7 @@ TrainPrediction predict_training(const Model& m, const std::vector<std::string>&
   st::Options o = st::parse_options(static_cast<int>(argv.size()), argv.data());
   TrainPrediction out;
   const int world = m.cluster.nranks();
-  st::validate_options(o, world, /*launched=*/true);
+  st::validate_options(o, world, /*launched=*/true, st::default_device);
   const int K = st::diloco_on(o) ? o.outer.islands : 1, island = world / K;
   st::GridShape shape;
   shape.size[st::kTp] = o.tp;
