@@ -60,7 +60,8 @@ void check_all();
 std::string closest(std::string_view unknown);
 // Warns, once per name per process, about each STRATA_* variable in the environment that
 // the table lacks, naming the closest known one. Run whenever a communicator's settings
-// are read (Config::from_env).
+// are read (Config::from_env). Both are in ground/config.cpp, the settings' one file that
+// logs: settings.cpp does not, as log.cpp reads its level (STRATA_DEBUG) through it.
 void warn_unknown();
 
 }  // namespace settings
