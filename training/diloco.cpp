@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <functional>
 #include <cstdio>
+#include <functional>
 #include <vector>
 
 #include "errors.hpp"
@@ -49,9 +49,7 @@ void between_islands(const std::function<void()>& call) {
   }
 }
 
-int island_of(const Options& o, int rank, int world) {
-  return diloco_on(o) ? rank / (world / o.outer.islands) : 0;
-}
+int island_of(const Options& o, int rank, int world) { return diloco_on(o) ? rank / (world / o.outer.islands) : 0; }
 
 std::string replica_dir(const Options& o, const std::string& dir, int rank, int world) {
   if (!diloco_on(o)) return dir;
@@ -79,9 +77,11 @@ Group make_group(const Options& o, strata::Comm world) {
     const std::vector<int>& top = levels.back().group;
     for (int r = 1; r < world.size(); ++r)
       if (top[r] == top[r - 1] && island_of(o, r, world.size()) != island_of(o, r - 1, world.size()))
-        throw TrainError("--islands " + std::to_string(o.outer.islands) + " would split a group of the hierarchy's "
-                         "outermost level (" + levels.back().name + "), ranks " + std::to_string(r - 1) + " and " +
-                         std::to_string(r) + ": an island must be a union of them");
+        throw TrainError("--islands " + std::to_string(o.outer.islands) +
+                         " would split a group of the hierarchy's "
+                         "outermost level (" +
+                         levels.back().name + "), ranks " + std::to_string(r - 1) + " and " + std::to_string(r) +
+                         ": an island must be a union of them");
   }
   return Group(world.split(island_of(o, world.rank(), world.size()), world.rank()));
 }
@@ -110,8 +110,7 @@ int Diloco::shard_id(const Options& o, ParallelGroups& groups) {
 }
 
 void Diloco::pull(Trainer& trainer) {
-  if (!staged_.empty())
-    trainer.kernels().download(staged_.data(), trainer.params(), staged_.size() * sizeof(float));
+  if (!staged_.empty()) trainer.kernels().download(staged_.data(), trainer.params(), staged_.size() * sizeof(float));
 }
 
 void Diloco::push(Trainer& trainer) {
@@ -190,13 +189,14 @@ std::string Diloco::describe() const {
   const OuterSyncConfig& c = o_.outer;
   char b[512];
   const int shards = o_.tp * o_.pp;
-  std::snprintf(b, sizeof b,
-                "DiLoCo: %d islands of %d ranks | %d shard%s (tp x pp), each synced over its %d ranks in every island | "
-                "H %d | outer lr %g momentum %g%s | %s between islands, %s per rank per sync (rank %d) | fragments %d, "
-                "overlap %d, mix %g\n",
-                outer_.islands(), job_.size() / outer_.islands(), shards, shards > 1 ? "s" : "", outer_.island_size(),
-                o_.diloco_h, c.lr, c.momentum, c.nesterov ? " Nesterov" : "", strata::name(c.format),
-                mb(static_cast<double>(outer_.bytes_per_sync())).c_str(), job_.rank(), c.fragments, c.overlap, c.mix);
+  std::snprintf(
+      b, sizeof b,
+      "DiLoCo: %d islands of %d ranks | %d shard%s (tp x pp), each synced over its %d ranks in every island | "
+      "H %d | outer lr %g momentum %g%s | %s between islands, %s per rank per sync (rank %d) | fragments %d, "
+      "overlap %d, mix %g\n",
+      outer_.islands(), job_.size() / outer_.islands(), shards, shards > 1 ? "s" : "", outer_.island_size(),
+      o_.diloco_h, c.lr, c.momentum, c.nesterov ? " Nesterov" : "", strata::name(c.format),
+      mb(static_cast<double>(outer_.bytes_per_sync())).c_str(), job_.rank(), c.fragments, c.overlap, c.mix);
   return b;
 }
 
@@ -220,8 +220,7 @@ OuterSyncStats Diloco::stats() const {
 std::string Diloco::progress() const {
   const OuterSyncStats s = stats();
   char b[96];
-  std::snprintf(b, sizeof b, "outer sent %s, wait %.2f s", mb(static_cast<double>(s.bytes_sent)).c_str(),
-                s.exposed_s);
+  std::snprintf(b, sizeof b, "outer sent %s, wait %.2f s", mb(static_cast<double>(s.bytes_sent)).c_str(), s.exposed_s);
   return b;
 }
 
@@ -236,8 +235,7 @@ std::string Diloco::summary() {
                 "all %d | exposed %.2f s (%.1f ms per outer step)\n",
                 outer_steps, static_cast<unsigned long long>(s.exchanges),
                 mb(static_cast<double>(s.bytes_sent)).c_str(), mb(static_cast<double>(all)).c_str(), job_.size(),
-                s.exposed_s,
-                outer_steps > 0 ? s.exposed_s / outer_steps * 1e3 : 0.0);
+                s.exposed_s, outer_steps > 0 ? s.exposed_s / outer_steps * 1e3 : 0.0);
   return b;
 }
 

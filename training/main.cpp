@@ -36,19 +36,14 @@ namespace st = strata::train;
 
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 std::string duration_text(double s) {
   char b[32];
   long t = std::lround(s);
-  if (t >= 3600)
-    std::snprintf(b, sizeof b, "%ldh%02ldm", t / 3600, t / 60 % 60);
-  else if (t >= 60)
-    std::snprintf(b, sizeof b, "%ldm%02lds", t / 60, t % 60);
-  else
-    std::snprintf(b, sizeof b, "%lds", t);
+  if (t >= 3600) std::snprintf(b, sizeof b, "%ldh%02ldm", t / 3600, t / 60 % 60);
+  else if (t >= 60) std::snprintf(b, sizeof b, "%ldm%02lds", t / 60, t % 60);
+  else std::snprintf(b, sizeof b, "%lds", t);
   return b;
 }
 
@@ -173,17 +168,15 @@ void print_banner(const Run& r) {
   const st::Options& o = r.o;
   const st::RunState& s = r.state;
   const st::ParamLayout& lay = s.trainer->layout();
-  std::printf(
-      "strata-train: %d layers, %d heads, dim %d, ctx %d, vocab %d | %zu parameters "
-      "(%zu padded, %zu buckets)\n",
-      o.model.layers, o.model.heads, o.model.dim, o.model.ctx, o.model.vocab, lay.num_params(), lay.padded_size(),
-      lay.buckets().size());
-  std::printf(
-      "data %s: %zu %s (train %zu, val %zu) | batch %d = %d ranks x %d, %d tokens "
-      "per step | zero %d, gradients reduced in %s | %d BLAS threads per rank\n",
-      r.data.path().c_str(), r.data.size(), r.data.shards() ? "tokens" : "bytes", r.data.train_size(),
-      r.data.val_size(), o.batch, o.dp, o.batch / o.dp, o.batch * o.model.ctx, o.zero, o.grad_dtype.c_str(),
-      r.threads);
+  std::printf("strata-train: %d layers, %d heads, dim %d, ctx %d, vocab %d | %zu parameters "
+              "(%zu padded, %zu buckets)\n",
+              o.model.layers, o.model.heads, o.model.dim, o.model.ctx, o.model.vocab, lay.num_params(),
+              lay.padded_size(), lay.buckets().size());
+  std::printf("data %s: %zu %s (train %zu, val %zu) | batch %d = %d ranks x %d, %d tokens "
+              "per step | zero %d, gradients reduced in %s | %d BLAS threads per rank\n",
+              r.data.path().c_str(), r.data.size(), r.data.shards() ? "tokens" : "bytes", r.data.train_size(),
+              r.data.val_size(), o.batch, o.dp, o.batch / o.dp, o.batch * o.model.ctx, o.zero, o.grad_dtype.c_str(),
+              r.threads);
   if (o.zero == 3 || o.recompute)
     std::printf("%s%s%s\n",
                 o.zero == 3 ? ("zero 3: parameters sharded over the " + std::to_string(s.groups->size(st::kDp)) +
@@ -279,10 +272,8 @@ void Loop::evaluate() {
 bool Loop::end_of_step(int s) {
   if (((o_.eval_every > 0 && s % o_.eval_every == 0) || s == o_.steps) && !survive([&] { evaluate(); })) return false;
   if (!o_.save.empty() && ((o_.save_every > 0 && s % o_.save_every == 0) || s == stop_)) {
-    if (!survive([&] { s_.diloco ? s_.diloco->save(o_.save, *s_.trainer) : s_.trainer->save(o_.save); }))
-      return false;
-    if (s_.root)
-      std::printf("saved %s at step %d\n", (s_.diloco ? o_.save : st::checkpoint_path(o_.save)).c_str(), s);
+    if (!survive([&] { s_.diloco ? s_.diloco->save(o_.save, *s_.trainer) : s_.trainer->save(o_.save); })) return false;
+    if (s_.root) std::printf("saved %s at step %d\n", (s_.diloco ? o_.save : st::checkpoint_path(o_.save)).c_str(), s);
   }
   return true;
 }

@@ -35,7 +35,7 @@ std::optional<RecoveryReport> RecoveryPolicy::run(const std::function<void()>& w
     if (o_.on_failure != "continue") throw;
     return without_lost_islands(failure, state);
   } catch (const strata::PeerError& peer) {  // a rank died or stopped (TimeoutError too)
-    if (o_.on_failure == "continue")  // inside this rank's island
+    if (o_.on_failure == "continue")         // inside this rank's island
       throw TrainError("island " + std::to_string(island_of(o_, rank_, world_)) + " lost a rank (" + peer.what() +
                        "): it stops, and the other islands go on without it");
     if (o_.on_failure != "shrink") throw;
@@ -71,11 +71,11 @@ RecoveryReport RecoveryPolicy::without_lost_islands(const OuterFailure& failure,
     caught_up = "; island" + caught_up + " (as numbered now) missed the end of that exchange and took its result";
   RecoveryReport report;
   if (s.root)
-    report.line = formatted("step %5d: island%s %s of %d stopped (rank%s %s gone); %d islands go on from the outer step "
-                         "of step %d (steps %d-%d lost)%s with the global batch of %d | %.2f s | the failure: %s\n",
-                         at, loss.lost.size() > 1 ? "s" : "", lost.c_str(), islands, loss.dead.size() > 1 ? "s" : "",
-                         dead.c_str(), loss.islands, loss.step, loss.step + 1, at, caught_up.c_str(), o_.batch,
-                         StepClock::now() - t0, failure.what());
+    report.line = formatted(
+        "step %5d: island%s %s of %d stopped (rank%s %s gone); %d islands go on from the outer step "
+        "of step %d (steps %d-%d lost)%s with the global batch of %d | %.2f s | the failure: %s\n",
+        at, loss.lost.size() > 1 ? "s" : "", lost.c_str(), islands, loss.dead.size() > 1 ? "s" : "", dead.c_str(),
+        loss.islands, loss.step, loss.step + 1, at, caught_up.c_str(), o_.batch, StepClock::now() - t0, failure.what());
   return report;
 }
 
@@ -86,8 +86,8 @@ RecoveryReport RecoveryPolicy::from_checkpoint(int at, double t0, RunState& s) c
   s.groups.reset();
   RecoveryReport report;
   if (!r.stays) {
-    report.line = formatted("rank %d: not needed by the layout the %d survivors go on with; it leaves\n", rank_,
-                         r.survivors);
+    report.line =
+        formatted("rank %d: not needed by the layout the %d survivors go on with; it leaves\n", rank_, r.survivors);
     s.leaves = true;
     return report;
   }

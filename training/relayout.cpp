@@ -36,7 +36,9 @@ int largest_dp(const Options& o, int most) {
   return 0;
 }
 
-bool has_checkpoint(const std::string& dir) { return !dir.empty() && ::access(checkpoint_path(dir).c_str(), F_OK) == 0; }
+bool has_checkpoint(const std::string& dir) {
+  return !dir.empty() && ::access(checkpoint_path(dir).c_str(), F_OK) == 0;
+}
 
 // The step of the checkpoint in `dir` (-1: none), the same on every rank of `world`.
 int agreed_checkpoint(const std::string& dir, Group& world) {

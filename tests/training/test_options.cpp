@@ -133,8 +133,8 @@ TEST(Options, DeviceValuesAndMistakes) {
 
 // ZeRO-3, recomputation, token shards: the values, and --prefetch only with --zero 3.
 TEST(Options, ZeroThreeRecomputeAndShards) {
-  Options o = parse({"--zero", "3", "--recompute", "block", "--vocab", "50257", "--data", "a.bin,b.bin",
-                     "--val-data", "c.bin"});
+  Options o = parse(
+      {"--zero", "3", "--recompute", "block", "--vocab", "50257", "--data", "a.bin,b.bin", "--val-data", "c.bin"});
   validate_options(o, 1, false, default_device);
   EXPECT_EQ(o.zero, 3);
   EXPECT_EQ(o.prefetch, 1);  // the default
