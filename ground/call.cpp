@@ -11,7 +11,9 @@ namespace strata {
 
 namespace {
 
-[[noreturn]] void invalid(Collective c, const std::string& what) { throw InvalidArgument(std::string(name(c)) + ": " + what); }
+[[noreturn]] void invalid(Collective c, const std::string& what) {
+  throw InvalidArgument(std::string(name(c)) + ": " + what);
+}
 
 bool is_p2p(Collective c) { return c == Collective::send || c == Collective::recv; }
 

@@ -58,7 +58,8 @@ struct Fp8Format {
     // Round the dropped bits to nearest even (a carry moves into the exponent, as it
     // should), then rebias the exponent; anything past the largest finite saturates.
     const uint32_t odd = (ax >> kShift) & 1u;
-    const uint32_t rounded = ((ax + (1u << (kShift - 1)) - 1u + odd) >> kShift) - (static_cast<uint32_t>(127 - kBias) << ManBits);
+    const uint32_t rounded =
+        ((ax + (1u << (kShift - 1)) - 1u + odd) >> kShift) - (static_cast<uint32_t>(127 - kBias) << ManBits);
     return static_cast<uint8_t>(sign | (rounded > kMaxCode ? kMaxCode : rounded));
   }
 };

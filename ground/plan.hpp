@@ -58,7 +58,9 @@ struct Plan {
   void recv_reduce(int peer, Ref dst, size_t n) { recv_reduce(peer, dst, dst, n); }
   // dst = local (op) incoming: the local operand is read where it is, not copied to dst first.
   void recv_reduce(int peer, Ref local, Ref dst, size_t n) { add({StepKind::recv_reduce, peer, local, dst, n}); }
-  void recv_reduce_send(int peer, Ref local, Ref dst, size_t n) { add({StepKind::recv_reduce_send, peer, local, dst, n}); }
+  void recv_reduce_send(int peer, Ref local, Ref dst, size_t n) {
+    add({StepKind::recv_reduce_send, peer, local, dst, n});
+  }
   void copy(Ref src, Ref dst, size_t n) { add({StepKind::copy, -1, src, dst, n}); }
   void reduce(Ref src, Ref dst, size_t n) { add({StepKind::reduce, -1, src, dst, n}); }
   void finalize(Ref dst, size_t n) { add({StepKind::finalize, -1, {}, dst, n}); }
@@ -91,7 +93,8 @@ struct PlanSlot {
 
 // Element range of block i when n elements are cut into `parts` nearly equal blocks.
 inline size_t block_begin(size_t n, int parts, int i) {
-  return static_cast<size_t>((static_cast<unsigned __int128>(n) * static_cast<unsigned>(i)) / static_cast<unsigned>(parts));
+  return static_cast<size_t>((static_cast<unsigned __int128>(n) * static_cast<unsigned>(i)) /
+                             static_cast<unsigned>(parts));
 }
 inline size_t block_size(size_t n, int parts, int i) { return block_begin(n, parts, i + 1) - block_begin(n, parts, i); }
 inline int mod(int a, int n) { return ((a % n) + n) % n; }

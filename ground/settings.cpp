@@ -4,14 +4,9 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
-#include <mutex>
-#include <set>
 #include <vector>
 
-#include "ground/log.hpp"
 #include "strata/error.hpp"
-
-extern char** environ;
 
 namespace strata {
 
@@ -213,40 +208,6 @@ std::string closest(std::string_view unknown) {
   return best->name;
 }
 
-void warn_unknown() {
-  static std::mutex m;
-  static std::set<std::string> warned;
-  std::lock_guard lk(m);
-  for (char** e = environ; e && *e; ++e) {
-    std::string_view kv(*e);
-    if (kv.substr(0, 7) != "STRATA_") continue;
-    std::string name(kv.substr(0, kv.find('=')));
-    bool known = std::any_of(std::begin(kTable), std::end(kTable), [&](const Setting& s) { return name == s.name; });
-    if (known || !warned.insert(name).second) continue;
-    STRATA_WARN("%s is not a Strata setting; did you mean %s? (docs/environment.md lists them)", name.c_str(),
-                closest(name).c_str());
-  }
-}
-
 }  // namespace settings
-
-Config Config::from_env() {
-  settings::warn_unknown();
-  settings::check_all();
-  Config c;
-  c.timeout_s = settings::number("STRATA_TIMEOUT");
-  c.transport = settings::text("STRATA_TRANSPORT");
-  c.algo = settings::text("STRATA_ALGO");
-  c.tcp_nsocks = static_cast<int>(settings::integer("STRATA_TCP_NSOCKS"));
-  // The shared-memory FIFO aligns every message to 64 bytes: keep its size a multiple.
-  c.shm_ring_bytes = static_cast<size_t>(settings::integer("STRATA_SHM_RING_BYTES")) & ~static_cast<size_t>(63);
-  c.shm_rank_bytes = static_cast<size_t>(settings::integer("STRATA_SHM_RANK_BYTES"));
-  c.chunk_bytes = static_cast<size_t>(settings::integer("STRATA_CHUNK_BYTES"));
-  c.chunk_bytes_set = settings::is_set("STRATA_CHUNK_BYTES");
-  c.staging_bytes = static_cast<size_t>(settings::integer("STRATA_TCP_STAGING_BYTES"));
-  c.host = settings::text("STRATA_HOST");
-  c.check = settings::integer("STRATA_CHECK") == 1;
-  return c;
-}
 
 }  // namespace strata

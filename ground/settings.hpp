@@ -60,25 +60,26 @@ void check_all();
 std::string closest(std::string_view unknown);
 // Warns, once per name per process, about each STRATA_* variable in the environment that
 // the table lacks, naming the closest known one. Run whenever a communicator's settings
-// are read (Config::from_env).
+// are read (Config::from_env). Both are in ground/config.cpp, the settings' one file that
+// logs: settings.cpp does not, as log.cpp reads its level (STRATA_DEBUG) through it.
 void warn_unknown();
 
 }  // namespace settings
 
 // The settings a communicator is made with, read when it is created.
 struct Config {
-  double timeout_s;       // STRATA_TIMEOUT, or CommOptions::timeout_s
+  double timeout_s;                             // STRATA_TIMEOUT, or CommOptions::timeout_s
   const char* timeout_from = "STRATA_TIMEOUT";  // which of the two, for messages
-  std::string transport;  // STRATA_TRANSPORT: "" (auto), "shm", "tcp", "ucx" or "ibverbs"
-  std::string algo;       // STRATA_ALGO: "" (the tuner) or an algorithm's name
-  int tcp_nsocks;         // STRATA_TCP_NSOCKS
-  size_t shm_ring_bytes;  // STRATA_SHM_RING_BYTES
-  size_t shm_rank_bytes;  // STRATA_SHM_RANK_BYTES
-  size_t chunk_bytes;     // STRATA_CHUNK_BYTES (default: the tuner's choice, 512 KiB otherwise)
-  bool chunk_bytes_set;   // STRATA_CHUNK_BYTES overrides the tuner's chunk
-  size_t staging_bytes;   // STRATA_TCP_STAGING_BYTES
-  std::string host;       // STRATA_HOST
-  bool check;             // STRATA_CHECK: compare every call's description across ranks first
+  std::string transport;                        // STRATA_TRANSPORT: "" (auto), "shm", "tcp", "ucx" or "ibverbs"
+  std::string algo;                             // STRATA_ALGO: "" (the tuner) or an algorithm's name
+  int tcp_nsocks;                               // STRATA_TCP_NSOCKS
+  size_t shm_ring_bytes;                        // STRATA_SHM_RING_BYTES
+  size_t shm_rank_bytes;                        // STRATA_SHM_RANK_BYTES
+  size_t chunk_bytes;                           // STRATA_CHUNK_BYTES (default: the tuner's choice, 512 KiB otherwise)
+  bool chunk_bytes_set;                         // STRATA_CHUNK_BYTES overrides the tuner's chunk
+  size_t staging_bytes;                         // STRATA_TCP_STAGING_BYTES
+  std::string host;                             // STRATA_HOST
+  bool check;                                   // STRATA_CHECK: compare every call's description across ranks first
 
   static Config from_env();
 };

@@ -103,7 +103,8 @@ SockAddr interface_address(const std::string& ifname) {
   }
   freeifaddrs(list);
   if (found.len) return found;
-  if (!ifname.empty()) throw InvalidArgument("STRATA_SOCKET_IFNAME=" + ifname + ": no such interface with an address that is up");
+  if (!ifname.empty())
+    throw InvalidArgument("STRATA_SOCKET_IFNAME=" + ifname + ": no such interface with an address that is up");
   if (loopback.len) return loopback;
   throw SystemError("no network interface is up");
 }
@@ -245,7 +246,8 @@ void Acceptor::accept_waiting() {
   while (pending_.size() < max_pending_) {  // the rest wait in the kernel's backlog
     Pending p;
     p.from.len = sizeof p.from.ss;
-    p.fd = Fd(::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&p.from.ss), &p.from.len, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    p.fd =
+        Fd(::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&p.from.ss), &p.from.len, SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (!p.fd.valid()) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;

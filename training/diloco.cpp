@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <functional>
 #include <cstdio>
+#include <functional>
 #include <vector>
 
 #include "errors.hpp"
@@ -49,40 +49,7 @@ void between_islands(const std::function<void()>& call) {
   }
 }
 
-void validate_diloco(Options& o, int world, bool launched) {
-  if (!diloco_on(o)) {
-    if (!o.diloco_flag.empty())
-      throw TrainError(o.diloco_flag + " is a DiLoCo option: it needs --diloco-h H (inner steps between outer syncs)");
-    return;
-  }
-  const int H = o.diloco_h, K = o.outer.islands;
-  if (!launched) throw TrainError("--diloco-h needs a job of several ranks: start it with strata-run -n N");
-  if (K == 0)
-    throw TrainError("--diloco-h needs --islands K: the number of islands, the groups of the hierarchy's outermost "
-                     "level (e.g. strata-run --hosts K)");
-  if (world % K != 0)
-    throw TrainError("--islands " + std::to_string(K) + " does not divide the " + std::to_string(world) +
-                     " ranks into equal islands");
-  if (o.dp % K != 0)
-    throw TrainError("--islands " + std::to_string(K) + " does not divide --dp " + std::to_string(o.dp) +
-                     ": each island holds whole replicas of the --tp x --pp grid, dp/K of them");
-  const int groups = o.model.layers + 2;
-  if (o.outer.fragments > groups)
-    throw TrainError("--fragments " + std::to_string(o.outer.fragments) + " but the model has " +
-                     std::to_string(groups) + " layer groups (embeddings, " + std::to_string(o.model.layers) +
-                     " blocks, final LayerNorm)");
-  if (o.outer.fragments > H)
-    throw TrainError("--fragments " + std::to_string(o.outer.fragments) + " is more than --diloco-h " +
-                     std::to_string(H) + ": at most one fragment starts per step");
-  if (o.outer.overlap >= H)
-    throw TrainError("--overlap " + std::to_string(o.outer.overlap) + " must be below --diloco-h " +
-                     std::to_string(H) + ": a fragment is applied before its next sync");
-  o.outer.every = H;
-}
-
-int island_of(const Options& o, int rank, int world) {
-  return diloco_on(o) ? rank / (world / o.outer.islands) : 0;
-}
+int island_of(const Options& o, int rank, int world) { return diloco_on(o) ? rank / (world / o.outer.islands) : 0; }
 
 std::string replica_dir(const Options& o, const std::string& dir, int rank, int world) {
   if (!diloco_on(o)) return dir;
@@ -110,9 +77,11 @@ Group make_group(const Options& o, strata::Comm world) {
     const std::vector<int>& top = levels.back().group;
     for (int r = 1; r < world.size(); ++r)
       if (top[r] == top[r - 1] && island_of(o, r, world.size()) != island_of(o, r - 1, world.size()))
-        throw TrainError("--islands " + std::to_string(o.outer.islands) + " would split a group of the hierarchy's "
-                         "outermost level (" + levels.back().name + "), ranks " + std::to_string(r - 1) + " and " +
-                         std::to_string(r) + ": an island must be a union of them");
+        throw TrainError("--islands " + std::to_string(o.outer.islands) +
+                         " would split a group of the hierarchy's "
+                         "outermost level (" +
+                         levels.back().name + "), ranks " + std::to_string(r - 1) + " and " + std::to_string(r) +
+                         ": an island must be a union of them");
   }
   return Group(world.split(island_of(o, world.rank(), world.size()), world.rank()));
 }
@@ -141,8 +110,7 @@ int Diloco::shard_id(const Options& o, ParallelGroups& groups) {
 }
 
 void Diloco::pull(Trainer& trainer) {
-  if (!staged_.empty())
-    trainer.kernels().download(staged_.data(), trainer.params(), staged_.size() * sizeof(float));
+  if (!staged_.empty()) trainer.kernels().download(staged_.data(), trainer.params(), staged_.size() * sizeof(float));
 }
 
 void Diloco::push(Trainer& trainer) {
@@ -221,13 +189,14 @@ std::string Diloco::describe() const {
   const OuterSyncConfig& c = o_.outer;
   char b[512];
   const int shards = o_.tp * o_.pp;
-  std::snprintf(b, sizeof b,
-                "DiLoCo: %d islands of %d ranks | %d shard%s (tp x pp), each synced over its %d ranks in every island | "
-                "H %d | outer lr %g momentum %g%s | %s between islands, %s per rank per sync (rank %d) | fragments %d, "
-                "overlap %d, mix %g\n",
-                outer_.islands(), job_.size() / outer_.islands(), shards, shards > 1 ? "s" : "", outer_.island_size(),
-                o_.diloco_h, c.lr, c.momentum, c.nesterov ? " Nesterov" : "", strata::name(c.format),
-                mb(static_cast<double>(outer_.bytes_per_sync())).c_str(), job_.rank(), c.fragments, c.overlap, c.mix);
+  std::snprintf(
+      b, sizeof b,
+      "DiLoCo: %d islands of %d ranks | %d shard%s (tp x pp), each synced over its %d ranks in every island | "
+      "H %d | outer lr %g momentum %g%s | %s between islands, %s per rank per sync (rank %d) | fragments %d, "
+      "overlap %d, mix %g\n",
+      outer_.islands(), job_.size() / outer_.islands(), shards, shards > 1 ? "s" : "", outer_.island_size(),
+      o_.diloco_h, c.lr, c.momentum, c.nesterov ? " Nesterov" : "", strata::name(c.format),
+      mb(static_cast<double>(outer_.bytes_per_sync())).c_str(), job_.rank(), c.fragments, c.overlap, c.mix);
   return b;
 }
 
@@ -251,8 +220,7 @@ OuterSyncStats Diloco::stats() const {
 std::string Diloco::progress() const {
   const OuterSyncStats s = stats();
   char b[96];
-  std::snprintf(b, sizeof b, "outer sent %s, wait %.2f s", mb(static_cast<double>(s.bytes_sent)).c_str(),
-                s.exposed_s);
+  std::snprintf(b, sizeof b, "outer sent %s, wait %.2f s", mb(static_cast<double>(s.bytes_sent)).c_str(), s.exposed_s);
   return b;
 }
 
@@ -267,8 +235,7 @@ std::string Diloco::summary() {
                 "all %d | exposed %.2f s (%.1f ms per outer step)\n",
                 outer_steps, static_cast<unsigned long long>(s.exchanges),
                 mb(static_cast<double>(s.bytes_sent)).c_str(), mb(static_cast<double>(all)).c_str(), job_.size(),
-                s.exposed_s,
-                outer_steps > 0 ? s.exposed_s / outer_steps * 1e3 : 0.0);
+                s.exposed_s, outer_steps > 0 ? s.exposed_s / outer_steps * 1e3 : 0.0);
   return b;
 }
 

@@ -43,9 +43,6 @@ namespace strata::train {
 
 inline constexpr const char* kOuterFile = "outer.bin";
 
-// Checks the DiLoCo flags against each other and the job (before it is joined); sets
-// o.outer.every from --diloco-h.
-void validate_diloco(Options& o, int world, bool launched);
 inline bool diloco_on(const Options& o) { return o.diloco_h > 0; }
 // The island of job rank `rank` (0 without DiLoCo), and the first of the global batch's
 // data-parallel slices it takes (its island takes dp/K of them).
@@ -98,9 +95,9 @@ class Diloco {
   void finish(Trainer& trainer);
   void close();  // destroys the job's communicator
 
-  std::string describe() const;  // for the start-up lines
-  std::string progress() const;  // for the progress line
-  std::string summary();         // for the last lines; collective over the job (the bytes of all ranks)
+  std::string describe() const;                 // for the start-up lines
+  std::string progress() const;                 // for the progress line
+  std::string summary();                        // for the last lines; collective over the job (the bytes of all ranks)
   int job_rank() const { return job_.rank(); }  // in the islands that are left
 
   // --on-failure continue (training/island_failure.cpp). keep(): this rank's replica and
@@ -108,12 +105,12 @@ class Diloco {
   // to when one is lost (collective over the island: the outer momentum is gathered).
   void keep(Trainer& trainer);
   struct IslandLoss {
-    bool stays = false;       // false: this rank's island is not whole (or was left behind): it stops
-    std::string why;          // why it stops, when it does
-    std::vector<int> lost;    // the islands that stop (their indices before)
-    std::vector<int> dead;    // the job's ranks that are gone
-    int islands = 0;          // the islands that go on
-    int step = 0;             // the outer step they go back to
+    bool stays = false;          // false: this rank's island is not whole (or was left behind): it stops
+    std::string why;             // why it stops, when it does
+    std::vector<int> lost;       // the islands that stop (their indices before)
+    std::vector<int> dead;       // the job's ranks that are gone
+    int islands = 0;             // the islands that go on
+    int step = 0;                // the outer step they go back to
     std::vector<int> caught_up;  // of those (new indices), the ones that missed the end of its exchange
   };
   // After an OuterFailure, collective over the job's ranks still alive: the outer sync is
@@ -130,11 +127,11 @@ class Diloco {
   int newcomers();
   struct Healing {
     bool healed = false;
-    std::string why;            // why not
-    std::vector<int> islands;   // the islands that came back (their indices in the grown job)
-    int donor = -1;             // the island whose state they took
-    uint64_t bytes = 0;         // sent to the newcomers by all ranks of the donor island
-    double seconds = 0;         // from the grow to the outer sync over all islands
+    std::string why;           // why not
+    std::vector<int> islands;  // the islands that came back (their indices in the grown job)
+    int donor = -1;            // the island whose state they took
+    uint64_t bytes = 0;        // sent to the newcomers by all ranks of the donor island
+    double seconds = 0;        // from the grow to the outer sync over all islands
   };
   // Collective: the job grows with the `waiting` newcomers (Comm::grow), which take a live
   // island's replica, outer state and data position, shard by shard, at the outer step
@@ -164,7 +161,7 @@ class Diloco {
   strata::Comm job_;
   int started_as_;  // this rank in the job as it started: its key when the job shrinks or grows
   int island_;
-  bool door_ = false;  // the islands left wait for replacements
+  bool door_ = false;   // the islands left wait for replacements
   int shard_id_;        // shard_id()
   strata::Comm shard_;  // the ranks that hold this rank's shard, island after island
   strata::OuterSync outer_;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <strata/outer_sync.hpp>
 #include <string>
 
@@ -19,15 +20,15 @@ struct Options {
   int steps = 2000;
   int dp = 0;  // 0: the job's rank count / (tp * pp)
   int zero = 0;
-  int prefetch = -1;  // ZeRO-3: layer groups gathered ahead; -1: not given (1)
+  int prefetch = -1;       // ZeRO-3: layer groups gathered ahead; -1: not given (1)
   bool recompute = false;  // --recompute block
   // Model parallelism (training/rank_grid.hpp, tensor_parallel.hpp, pipeline_schedule.hpp).
   int tp = 1, pp = 1;
-  int microbatches = 0;    // 0: 1, or pp with a pipeline
+  int microbatches = 0;  // 0: 1, or pp with a pipeline
   std::string schedule = "1f1b";
   int virtual_stages = 0;  // 0: 2 for the interleaved schedule, else 1
   bool sequence_parallel = false;
-  std::string layout;      // innermost first, e.g. "tp,pp,dp"; empty: that default
+  std::string layout;  // innermost first, e.g. "tp,pp,dp"; empty: that default
   float lr = 1e-3f;
   int warmup = 100;
   float wd = 0.1f;
@@ -61,8 +62,11 @@ struct Options {
 
 // Throws TrainError for an unknown flag or a malformed value.
 Options parse_options(int argc, const char* const* argv);
-// Checks that the options make sense together for a job of `world` ranks.
-void validate_options(Options& o, int world, bool launched);
+// Checks that the options make sense together for a job of `world` ranks (`launched`: by a
+// launcher, not as one process), DiLoCo's and the device's included, and fills in what
+// depends on them. default_device: what --device is when not given (device/choose.hpp's
+// default_device()), asked only then.
+void validate_options(Options& o, int world, bool launched, const std::function<std::string()>& default_device);
 std::string usage_text();
 
 }  // namespace strata::train

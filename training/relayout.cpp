@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "checkpoint.hpp"
+#include "device/choose.hpp"
 #include "errors.hpp"
 #include "pipeline_schedule.hpp"
 
@@ -27,7 +28,7 @@ int largest_dp(const Options& o, int most) {
     Options fit = o;
     fit.dp = dp;
     try {
-      validate_options(fit, dp * o.tp * o.pp, true);
+      validate_options(fit, dp * o.tp * o.pp, true, default_device);
       return dp;
     } catch (const TrainError&) {
     }
@@ -35,7 +36,9 @@ int largest_dp(const Options& o, int most) {
   return 0;
 }
 
-bool has_checkpoint(const std::string& dir) { return !dir.empty() && ::access(checkpoint_path(dir).c_str(), F_OK) == 0; }
+bool has_checkpoint(const std::string& dir) {
+  return !dir.empty() && ::access(checkpoint_path(dir).c_str(), F_OK) == 0;
+}
 
 // The step of the checkpoint in `dir` (-1: none), the same on every rank of `world`.
 int agreed_checkpoint(const std::string& dir, Group& world) {

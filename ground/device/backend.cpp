@@ -35,7 +35,8 @@ std::unique_ptr<Backend> load_cuda() {
   const std::string path = cuda_library_path();
   struct stat st {};
   if (stat(path.c_str(), &st) != 0)
-    throw SystemError("cuda backend: " + path + " does not exist (libstrata was built without nvcc, so without the CUDA backend)");
+    throw SystemError("cuda backend: " + path +
+                      " does not exist (libstrata was built without nvcc, so without the CUDA backend)");
   if (!driver_present()) {
     const char* why = dlerror();
     throw SystemError(std::string("cuda backend: no NVIDIA driver on this machine (dlopen libcuda.so.1: ") +
@@ -63,8 +64,9 @@ std::unique_ptr<Backend> make_backend(std::string_view given) {
   try {
     return load_cuda();
   } catch (const Error& e) {
-    STRATA_WARN("STRATA_DEVICE=auto: an NVIDIA driver exists but the CUDA backend cannot be used (%s); no device backend",
-                e.what());
+    STRATA_WARN(
+        "STRATA_DEVICE=auto: an NVIDIA driver exists but the CUDA backend cannot be used (%s); no device backend",
+        e.what());
     return nullptr;
   }
 }

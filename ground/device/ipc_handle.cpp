@@ -73,7 +73,8 @@ void send_handle(int sock, const IpcHandle& h) {
   w.length = h.length();
   std::memcpy(w.legacy, h.legacy().data(), sizeof w.legacy);
   const int fd = h.fd();
-  send_with_fds(sock, &w, sizeof w, h.type() == IpcHandle::Type::fd ? std::span<const int>(&fd, 1) : std::span<const int>());
+  send_with_fds(sock, &w, sizeof w,
+                h.type() == IpcHandle::Type::fd ? std::span<const int>(&fd, 1) : std::span<const int>());
 }
 
 IpcHandle recv_handle(int sock) {
@@ -81,7 +82,8 @@ IpcHandle recv_handle(int sock) {
   int fd = -1;
   const size_t nfd = recv_with_fds(sock, &w, sizeof w, std::span<int>(&fd, 1));
   IpcHandle owner = nfd ? IpcHandle::from_fd(fd, MemoryKind::host, 0) : IpcHandle();  // closes fd if refused below
-  const bool kind_ok = w.kind == static_cast<uint8_t>(MemoryKind::host) || w.kind == static_cast<uint8_t>(MemoryKind::device);
+  const bool kind_ok =
+      w.kind == static_cast<uint8_t>(MemoryKind::host) || w.kind == static_cast<uint8_t>(MemoryKind::device);
   const bool fd_type = w.type == static_cast<uint8_t>(IpcHandle::Type::fd);
   const bool legacy_type = w.type == static_cast<uint8_t>(IpcHandle::Type::legacy);
   if (w.magic != kMagic || !kind_ok || !(fd_type || legacy_type) || (fd_type != (nfd == 1)))

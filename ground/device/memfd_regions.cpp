@@ -27,7 +27,8 @@ size_t page_round(size_t bytes) {
 
 char* map_or_throw(int fd, size_t length, int prot, const char* what) {
   void* p = mmap(nullptr, length, prot, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) throw SystemError(errno_text(std::string("mmap (") + what + ", " + std::to_string(length) + " bytes)"));
+  if (p == MAP_FAILED)
+    throw SystemError(errno_text(std::string("mmap (") + what + ", " + std::to_string(length) + " bytes)"));
   return static_cast<char*>(p);
 }
 
@@ -101,8 +102,9 @@ RegionRef MemfdRegions::find(const void* p) const { return regions_.find(p).valu
 IpcHandle MemfdRegions::export_handle(const void* base) const {
   RegionRef r = find(base);
   if (!r || r->base != base || r->origin != Origin::allocated)
-    throw InvalidArgument("export: " + address_text(base) +
-                          (r ? " is not the start of an allocation made in this process" : " is not memory this backend allocated"));
+    throw InvalidArgument(
+        "export: " + address_text(base) +
+        (r ? " is not the start of an allocation made in this process" : " is not memory this backend allocated"));
   int fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0);
   if (fd < 0) throw SystemError(errno_text("fcntl(F_DUPFD_CLOEXEC) (export)"));
   return IpcHandle::from_fd(fd, r->kind, r->length);

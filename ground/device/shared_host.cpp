@@ -114,19 +114,21 @@ RegionRef register_shareable(const void* p, size_t bytes) {
                           address_text(r->base) + " (" + std::to_string(r->length) + " bytes)");
   Mapping m;
   const auto at = reinterpret_cast<uintptr_t>(p);
-  if (!find_mapping(at, m)) throw InvalidArgument("register: " + range_text(p, bytes) + " is not mapped in this process");
+  if (!find_mapping(at, m))
+    throw InvalidArgument("register: " + range_text(p, bytes) + " is not mapped in this process");
   const std::string advice =
       "; allocate it with strata::alloc(bytes, MemoryKind::host) / strataMemAllocHost, or map a memfd MAP_SHARED";
   if (m.perms[3] != 's')
     throw InvalidArgument("register: " + range_text(p, bytes) +
-                          " is private memory (malloc, new, the stack or a MAP_PRIVATE mapping), which no other process "
-                          "can map" + advice);
+                          " is private memory (malloc, new, the stack or a MAP_PRIVATE mapping), which no other "
+                          "process can map" + advice);
   if (bytes > m.end - at)
     throw InvalidArgument("register: " + range_text(p, bytes) + " runs past the end of its shared mapping (" +
                           std::to_string(m.end - at) + " bytes left)" + advice);
   if (m.offset != 0)
-    throw InvalidArgument("register: " + range_text(p, bytes) + " lies in a mapping of " + m.path + " from file offset " +
-                          std::to_string(m.offset) + "; only mappings from offset 0 can be shared" + advice);
+    throw InvalidArgument("register: " + range_text(p, bytes) + " lies in a mapping of " + m.path +
+                          " from file offset " + std::to_string(m.offset) +
+                          "; only mappings from offset 0 can be shared" + advice);
   const int fd = open_mapped_file(m);
   if (fd < 0)
     throw InvalidArgument("register: " + range_text(p, bytes) + " lies in a shared mapping of " + m.path +

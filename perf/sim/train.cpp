@@ -4,14 +4,15 @@
 #include <map>
 
 #include "algorithms/outer_layout.hpp"
+#include "device/choose.hpp"
 #include "diloco.hpp"
 #include "layout.hpp"
 #include "options.hpp"
 #include "pipeline_schedule.hpp"
 #include "rank_grid.hpp"
-#include "trainer.hpp"
-#include "traffic.hpp"
 #include "strata/wire_format.hpp"
+#include "traffic.hpp"
+#include "trainer.hpp"
 
 namespace strata::sim {
 
@@ -29,10 +30,12 @@ double on_groups(const Model& m, const std::vector<std::vector<int>>& groups, Si
   std::vector<PlanChoice> choice;
   for (size_t g = 0; g < groups.size(); ++g) {
     for (size_t i = 0; i < groups[g].size(); ++i)
-      group_of[static_cast<size_t>(groups[g][i])] = static_cast<int>(g), index[static_cast<size_t>(groups[g][i])] = static_cast<int>(i);
+      group_of[static_cast<size_t>(groups[g][i])] = static_cast<int>(g),
+      index[static_cast<size_t>(groups[g][i])] = static_cast<int>(i);
     hier.push_back(restrict_hierarchy(m.hierarchy, groups[g]));
   }
-  for (size_t g = 0; g < groups.size(); ++g) choice.push_back(choose(m.cluster, hier[g], call, std::nullopt, &groups[g]));
+  for (size_t g = 0; g < groups.size(); ++g)
+    choice.push_back(choose(m.cluster, hier[g], call, std::nullopt, &groups[g]));
   const PlanSet plans = compact_plans(m.cluster, call, [&](int r) {
     const int g = group_of[static_cast<size_t>(r)];
     if (g < 0 || groups[static_cast<size_t>(g)].size() < 2) return Plan{};
@@ -75,7 +78,7 @@ TrainPrediction predict_training(const Model& m, const std::vector<std::string>&
   st::Options o = st::parse_options(static_cast<int>(argv.size()), argv.data());
   TrainPrediction out;
   const int world = m.cluster.nranks();
-  st::validate_options(o, world, /*launched=*/true);
+  st::validate_options(o, world, /*launched=*/true, st::default_device);
   const int K = st::diloco_on(o) ? o.outer.islands : 1, island = world / K;
   st::GridShape shape;
   shape.size[st::kTp] = o.tp;
@@ -106,15 +109,16 @@ TrainPrediction predict_training(const Model& m, const std::vector<std::string>&
   const int P = o.pp, V = o.virtual_stages;
 
   char line[512];
-  std::snprintf(line, sizeof line,
-                "GPT: %d layers, dim %d, %d heads, vocab %d, ctx %d; batch %d in %d microbatches; tp %d x pp %d x dp %d%s%s, "
-                "zero %d, %s schedule",
-                o.model.layers, o.model.dim, o.model.heads, o.model.vocab, o.model.ctx, o.batch, o.microbatches, o.tp, o.pp,
-                o.dp, K > 1 ? (" in " + std::to_string(K) + " DiLoCo islands").c_str() : "", sp ? ", sequence parallel" : "",
-                o.zero, o.schedule.c_str());
+  std::snprintf(
+      line, sizeof line,
+      "GPT: %d layers, dim %d, %d heads, vocab %d, ctx %d; batch %d in %d microbatches; tp %d x pp %d x dp %d%s%s, "
+      "zero %d, %s schedule",
+      o.model.layers, o.model.dim, o.model.heads, o.model.vocab, o.model.ctx, o.batch, o.microbatches, o.tp, o.pp, o.dp,
+      K > 1 ? (" in " + std::to_string(K) + " DiLoCo islands").c_str() : "", sp ? ", sequence parallel" : "", o.zero,
+      o.schedule.c_str());
   out.header.push_back(line);
-  out.header.push_back("groups: tp " + grid.placement(grid.group(st::kTp, 0)) + ", pp " + grid.placement(grid.group(st::kPp, 0)) +
-                       ", dp " + grid.placement(grid.group(st::kDp, 0)));
+  out.header.push_back("groups: tp " + grid.placement(grid.group(st::kTp, 0)) + ", pp " +
+                       grid.placement(grid.group(st::kPp, 0)) + ", dp " + grid.placement(grid.group(st::kDp, 0)));
 
   // The same call simulated once, whatever stage asks for it.
   std::map<std::tuple<int, int, size_t>, double> seen;
@@ -122,7 +126,8 @@ TrainPrediction predict_training(const Model& m, const std::vector<std::string>&
     auto key = std::make_tuple(static_cast<int>(d), static_cast<int>(coll), count);
     auto it = seen.find(key);
     if (it != seen.end()) return it->second;
-    return seen[key] = count ? on_groups(m, groups_along(d), {coll, count, DataType::float32, ReduceOp::sum, 0, false}) : 0;
+    return seen[key] =
+               count ? on_groups(m, groups_along(d), {coll, count, DataType::float32, ReduceOp::sum, 0, false}) : 0;
   };
 
   double hop = -1;
@@ -185,12 +190,13 @@ TrainPrediction predict_training(const Model& m, const std::vector<std::string>&
     const double job_bytes = f[st::ParallelGroups::kWorldBytes];
     if (job_bytes > 0) {  // the loss and the gradient norm over the whole job
       CommLine l{"whole job", job_bytes, 1, 0, ""};
-      l.seconds = on_groups(m, {[&] {
-                              std::vector<int> all(static_cast<size_t>(world));
-                              for (int r = 0; r < world; ++r) all[static_cast<size_t>(r)] = r;
-                              return all;
-                            }()},
-                            {Collective::all_reduce, static_cast<size_t>(job_bytes / 4), DataType::float32, ReduceOp::sum, 0, false});
+      l.seconds = on_groups(
+          m, {[&] {
+            std::vector<int> all(static_cast<size_t>(world));
+            for (int r = 0; r < world; ++r) all[static_cast<size_t>(r)] = r;
+            return all;
+          }()},
+          {Collective::all_reduce, static_cast<size_t>(job_bytes / 4), DataType::float32, ReduceOp::sum, 0, false});
       l.unit = "all_reduce of " + mb(job_bytes);
       lines.push_back(l);
     }
@@ -205,9 +211,10 @@ TrainPrediction predict_training(const Model& m, const std::vector<std::string>&
       CommLine l{"outer sync", 0, 0, 0, ""};
       for (const Fragment& fr : ol.fragments) {
         const size_t piece = wire_bytes(o.outer.format, fr.share) / static_cast<size_t>(K);
-        const double t = on_groups(m, crossing, {Collective::all_to_all, piece, DataType::uint8, ReduceOp::sum, 0, false}) +
-                         on_groups(m, crossing, {Collective::all_gather, piece, DataType::uint8, ReduceOp::sum, 0, false}) +
-                         on_groups(m, islands_of, {Collective::all_gather, fr.share, DataType::float32, ReduceOp::sum, 0, false});
+        const double t =
+            on_groups(m, crossing, {Collective::all_to_all, piece, DataType::uint8, ReduceOp::sum, 0, false}) +
+            on_groups(m, crossing, {Collective::all_gather, piece, DataType::uint8, ReduceOp::sum, 0, false}) +
+            on_groups(m, islands_of, {Collective::all_gather, fr.share, DataType::float32, ReduceOp::sum, 0, false});
         l.seconds += t / o.diloco_h;
         l.bytes += 2.0 * piece * (K - 1) / o.diloco_h;  // sent to other islands
         l.calls += 3.0 / o.diloco_h;
@@ -236,16 +243,17 @@ int train_main(const Model& m, const std::vector<std::string>& args) {
   const TrainPrediction p = predict_training(m, args);
   std::printf("# strata-sim --train: %s\n", m.cluster.describe().c_str());
   for (const std::string& h : p.header) std::printf("# %s\n", h.c_str());
-  std::printf("# per step: training/traffic.cpp's bytes on one rank of each stage, and one call of each kind simulated on\n"
-              "# every group at once (the library's plans, its tuner's choice per group); communication only, no overlap\n");
+  std::printf(
+      "# per step: training/traffic.cpp's bytes on one rank of each stage, and one call of each kind simulated on\n"
+      "# every group at once (the library's plans, its tuner's choice per group); communication only, no overlap\n");
   for (size_t s = 0; s < p.stages.size(); ++s)
     std::printf("# stage %zu: %.3f ms of communication per step\n", s, p.stages[s].seconds * 1e3);
   const StageComm& w = p.stages[p.busiest];
   std::printf("# the busiest stage, %zu, per step:\n", p.busiest);
   std::printf("%-16s %14s %10s %12s %7s  %s\n", "# group", "bytes", "calls", "time (ms)", "share", "one call");
   for (const CommLine& l : w.lines)
-    std::printf("  %-14s %14s %10.2f %12.3f %6.1f%%  %s\n", l.what.c_str(), mb(l.bytes).c_str(), l.calls, l.seconds * 1e3,
-                w.seconds > 0 ? 100 * l.seconds / w.seconds : 0.0, l.unit.c_str());
+    std::printf("  %-14s %14s %10.2f %12.3f %6.1f%%  %s\n", l.what.c_str(), mb(l.bytes).c_str(), l.calls,
+                l.seconds * 1e3, w.seconds > 0 ? 100 * l.seconds / w.seconds : 0.0, l.unit.c_str());
   std::printf("  %-14s %14s %10s %12.3f\n", "total", "", "", w.seconds * 1e3);
   return 0;
 }

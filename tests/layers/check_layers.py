@@ -4,9 +4,13 @@
 Layers, lowest first: ground; algorithms and transports (beside each other, neither
 includes the other); core; api (core and api live under src/, which is on the include
 path, so their headers are included as "core/..." and "api/..."). Public headers (include/) are the contract every layer
-may use. Tools (launcher, topology, perf, training) are above the library: nothing in the
-library may include them. Front ends outside the library (python/: the torch backend;
-src/nccl: libnccl.so.2) use the public headers and their own files only. CUDA's headers
+may use. Tools (src/launcher, src/topology, perf, training) are above the library: nothing in
+the library may include them. They include the public headers, ground/ and algorithms/,
+their own and each other's files, and of core/ and transports/ only the headers
+TOOL_REACHES_IN names, each with its reason; nothing of api/ or src/nccl. Front ends
+outside the library (python/: the torch backend; src/nccl: libnccl.so.2, included as
+"nccl/..." since src/ is on the include path) use the public headers and their own files
+only. CUDA's headers
 (and .cu files) belong to the folders that talk to the GPU: the CUDA device backend, the
 IPC link and the trainer's CUDA kernels; everything else reaches the device through
 ground/device's interfaces, so it builds and runs without CUDA. Prints one line per
@@ -29,7 +33,26 @@ MAY_INCLUDE = {
 FOLDER = {"core": "src/core", "api": "src/api"}
 # Folders that may include only public headers and files of their own folder.
 PUBLIC_ONLY = {"python", "src/nccl"}
-PROJECT_FOLDERS = set(MAY_INCLUDE) | PUBLIC_ONLY | {"launcher", "topology", "perf", "training", "tests", "tools", "src"}
+# The include names of the project's folders: a library layer that includes one of them
+# that it may not is flagged ("nccl": src/nccl, reachable as "nccl/..." through src/).
+PROJECT_FOLDERS = set(MAY_INCLUDE) | PUBLIC_ONLY | {"nccl", "launcher", "topology", "perf", "training", "tests", "tools",
+                                                    "src"}
+# The tools: programs above the library (strata-run, strata-topo, perf's benchmarks and
+# simulator, strata-train).
+TOOLS = ("src/launcher", "src/topology", "perf", "training")
+# The library's layers a tool may include, beyond the public headers: the base and the plan
+# builders (settings, log, element types, the device layer's interfaces; hierarchy, tuner).
+TOOLS_MAY_INCLUDE = {"ground", "algorithms"}
+# The library's folders by include name (src/ is on the include path).
+LIBRARY = {"ground": "ground", "algorithms": "algorithms", "transports": "transports", "core": "src/core",
+           "api": "src/api", "nccl": "src/nccl"}
+# The headers of core/ and transports/ a tool may include, and why.
+TOOL_REACHES_IN = {
+    "core/comm_info.hpp": "what a communicator chose, written for tools (strata-topo, strata-scale-probe)",
+    "core/bootstrap/bootstrap.hpp": "strata-sim models the bootstrap table's size (sizeof RankInfo)",
+    "transports/shm/shm_link.hpp": "strata-scale-probe checks the shm segments against their formula",
+    "transports/shm/shm_names.hpp": "strata-run removes the segments a job's ranks left (header-only: it links no libstrata)",
+}
 SOURCES = (".cpp", ".hpp", ".h", ".c", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 # The only folders that may include CUDA's headers or hold .cu files.
@@ -62,6 +85,15 @@ def project_sources(root):
                 yield os.path.join(dirpath, f)
 
 
+def library_name(root, path):
+    """The include name ("core/x.hpp") of a file of the library's folders, else None."""
+    rel = os.path.relpath(os.path.realpath(path), os.path.realpath(root))
+    for name, folder in LIBRARY.items():
+        if rel.startswith(folder + os.sep):
+            return name + rel[len(folder):]
+    return None
+
+
 def check(ROOT):
     bad, checked = [], 0
     for layer, allowed in MAY_INCLUDE.items():
@@ -85,6 +117,19 @@ def check(ROOT):
             local = os.path.realpath(os.path.join(dirpath, inc))
             if not (os.path.exists(local) and local.startswith(top_dir + os.sep)):
                 bad.append(f"{os.path.relpath(path, ROOT)}: {front} uses the public headers only, not \"{inc}\"")
+    for tool in TOOLS:
+        for path, dirpath, inc in includes(ROOT, tool):
+            checked += 1
+            if os.path.exists(os.path.join(ROOT, "include", inc)):
+                continue  # a public header
+            local = os.path.join(dirpath, inc)
+            name = library_name(ROOT, local) if os.path.exists(local) else inc
+            top = name.split("/")[0] if name and "/" in name else None
+            if top not in LIBRARY or top in TOOLS_MAY_INCLUDE or name in TOOL_REACHES_IN:
+                continue  # the tool's own files, another tool's, or what tools may use
+            bad.append(f"{os.path.relpath(path, ROOT)}: a tool includes \"{inc}\" from {LIBRARY[top]} (tools use the "
+                       "public headers, ground/ and algorithms/, and of core/ and transports/ only the headers "
+                       "TOOL_REACHES_IN names)")
     for path in project_sources(ROOT):
         rel = os.path.relpath(path, ROOT)
         if any(rel.startswith(f + os.sep) for f in CUDA_FOLDERS + CUDA_USERS):
@@ -128,7 +173,32 @@ def planted_violation_is_caught():
         cuda_allowed = check(tmp) == 0
     print("planted CUDA include outside the CUDA folders:", "caught" if cuda else "NOT caught")
     print("CUDA include inside the CUDA backend:", "allowed" if cuda_allowed else "NOT allowed")
-    return 0 if caught and front and cuda and cuda_allowed else 1
+    with tempfile.TemporaryDirectory() as tmp:  # core reaching into src/nccl, a front end above it
+        os.makedirs(os.path.join(tmp, "src", "nccl"))
+        os.makedirs(os.path.join(tmp, "src", "core"))
+        open(os.path.join(tmp, "src", "nccl", "comm.hpp"), "w").write("\n")
+        open(os.path.join(tmp, "src", "core", "x.cpp"), "w").write('#include "nccl/comm.hpp"\n')
+        nccl = check(tmp) == 1
+    print("planted core include of src/nccl:", "caught" if nccl else "NOT caught")
+    with tempfile.TemporaryDirectory() as tmp:  # tools: what they may include, and two reaches into core
+        for folder in ("training", "perf", "src/core", "ground"):
+            os.makedirs(os.path.join(tmp, folder))
+        open(os.path.join(tmp, "src", "core", "engine.hpp"), "w").write("\n")
+        open(os.path.join(tmp, "training", "own.hpp"), "w").write("\n")
+        open(os.path.join(tmp, "training", "ok.cpp"), "w").write(
+            '#include "own.hpp"\n#include "ground/log.hpp"\n#include "algorithms/tuner.hpp"\n'
+            '#include "core/comm_info.hpp"\n#include "topology/topology.hpp"\n')
+        tool_allowed = check(tmp) == 0
+        open(os.path.join(tmp, "training", "x.cpp"), "w").write('#include "core/engine.hpp"\n')
+        tool = check(tmp) == 1
+        os.remove(os.path.join(tmp, "training", "x.cpp"))
+        open(os.path.join(tmp, "perf", "x.cpp"), "w").write('#include "../src/core/engine.hpp"\n')
+        tool_relative = check(tmp) == 1
+    print("a tool's includes of its own files, ground, algorithms, a named core header, another tool:",
+          "allowed" if tool_allowed else "NOT allowed")
+    print("planted tool include of core:", "caught" if tool else "NOT caught")
+    print("planted tool include of core by a relative path:", "caught" if tool_relative else "NOT caught")
+    return 0 if caught and front and cuda and cuda_allowed and nccl and tool_allowed and tool and tool_relative else 1
 
 
 def main():

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "device/choose.hpp"
 #include "errors.hpp"
 #include "options.hpp"
 
@@ -94,11 +95,20 @@ TEST(Options, MistakesInOurWords) {
 // --device and --precision: the values, and what a device cannot do yet.
 TEST(Options, DeviceValuesAndMistakes) {
   Options o = parse({"--device", "emulated", "--precision", "fp32"});
-  validate_options(o, 1, false);
+  validate_options(o, 1, false, default_device);
   EXPECT_EQ(o.device, "emulated");
   Options d = parse({});
-  validate_options(d, 1, false);
+  validate_options(d, 1, false, default_device);
   EXPECT_TRUE(d.device == "host" || d.device == "cuda") << d.device;  // cuda only where a GPU is
+  Options asked = parse({});  // the default is the caller's, asked for only when --device is not given
+  validate_options(asked, 1, false, [] { return std::string("emulated"); });
+  EXPECT_EQ(asked.device, "emulated");
+  Options given = parse({"--device", "host"});
+  validate_options(given, 1, false, []() -> std::string {
+    ADD_FAILURE() << "the default device was asked for with --device given";
+    return "";
+  });
+  EXPECT_EQ(given.device, "host");
   EXPECT_EQ(error_of({"--device", "tpu"}), "--device needs host, emulated or cuda, got 'tpu'");
   EXPECT_EQ(error_of({"--precision", "fp16"}), "--precision needs fp32 or bf16, got 'fp16'");
   EXPECT_EQ(error_of({"--grad-dtype", "fp16"}), "--grad-dtype needs fp32 or bf16, got 'fp16'");
@@ -113,7 +123,7 @@ TEST(Options, DeviceValuesAndMistakes) {
     Options x = parse(args);
     std::string got;
     try {
-      validate_options(x, args.size() > 2 && args[2] == "--dp" ? 4 : 1, true);
+      validate_options(x, args.size() > 2 && args[2] == "--dp" ? 4 : 1, true, default_device);
     } catch (const TrainError& e) {
       got = e.what();
     }
@@ -123,9 +133,9 @@ TEST(Options, DeviceValuesAndMistakes) {
 
 // ZeRO-3, recomputation, token shards: the values, and --prefetch only with --zero 3.
 TEST(Options, ZeroThreeRecomputeAndShards) {
-  Options o = parse({"--zero", "3", "--recompute", "block", "--vocab", "50257", "--data", "a.bin,b.bin",
-                     "--val-data", "c.bin"});
-  validate_options(o, 1, false);
+  Options o = parse(
+      {"--zero", "3", "--recompute", "block", "--vocab", "50257", "--data", "a.bin,b.bin", "--val-data", "c.bin"});
+  validate_options(o, 1, false, default_device);
   EXPECT_EQ(o.zero, 3);
   EXPECT_EQ(o.prefetch, 1);  // the default
   EXPECT_TRUE(o.recompute);
@@ -133,26 +143,26 @@ TEST(Options, ZeroThreeRecomputeAndShards) {
   EXPECT_EQ(o.data, "a.bin,b.bin");
   EXPECT_EQ(o.val_data, "c.bin");
   Options p = parse({"--zero", "3", "--prefetch", "0"});
-  validate_options(p, 1, false);
+  validate_options(p, 1, false, default_device);
   EXPECT_EQ(p.prefetch, 0);
-  validate_options(p, 1, false);  // again, as a shrink does
+  validate_options(p, 1, false, default_device);  // again, as a shrink does
   EXPECT_FALSE(parse({"--recompute", "none"}).recompute);
   Options bad = parse({"--zero", "2", "--prefetch", "2"});
   try {
-    validate_options(bad, 1, false);
+    validate_options(bad, 1, false, default_device);
     ADD_FAILURE() << "--prefetch without --zero 3 was taken";
   } catch (const TrainError& e) {
     EXPECT_EQ(std::string(e.what()), "--prefetch is for --zero 3 (layers gathered ahead)");
   }
   Options plain = parse({"--zero", "1"});
-  validate_options(plain, 1, false);
-  validate_options(plain, 1, false);
+  validate_options(plain, 1, false, default_device);
+  validate_options(plain, 1, false, default_device);
 }
 
 TEST(Options, DilocoValuesAndMistakes) {
   Options o = parse({"--diloco-h", "50", "--islands", "2", "--outer-lr", "0.5", "--outer-momentum", "0.8",
                      "--outer-dtype", "fp4", "--fragments", "4", "--overlap", "1", "--mix", "0.25"});
-  validate_options(o, 4, true);
+  validate_options(o, 4, true, default_device);
   EXPECT_EQ(o.diloco_h, 50);
   EXPECT_EQ(o.outer.every, 50);
   EXPECT_EQ(o.outer.islands, 2);
@@ -183,14 +193,14 @@ TEST(Options, DilocoValuesAndMistakes) {
     Options x = parse(args);
     std::string got;
     try {
-      validate_options(x, 4, true);
+      validate_options(x, 4, true, default_device);
     } catch (const TrainError& e) {
       got = e.what();
     }
     EXPECT_NE(got.find(message), std::string::npos) << got << " | expected: " << message;
   }
   Options alone = parse({"--diloco-h", "10", "--islands", "1"});
-  EXPECT_THROW(validate_options(alone, 1, false), TrainError);  // needs a launcher
+  EXPECT_THROW(validate_options(alone, 1, false, default_device), TrainError);  // needs a launcher
 }
 
 TEST(Options, UsageListsEveryFlag) {

@@ -38,10 +38,12 @@ class CudaMemory final : public Memory {
   explicit CudaMemory(int ordinal) : ordinal_(ordinal) {
     check(cuDeviceGet(&cu_device_, ordinal), "cuDeviceGet");
     int vmm = 0, fd_handles = 0;
-    check(cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, cu_device_), "cuDeviceGetAttribute");
-    if (!vmm) throw SystemError("cuda backend: this GPU does not support the cuMem virtual memory API");
-    check(cuDeviceGetAttribute(&fd_handles, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, cu_device_),
+    check(cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, cu_device_),
           "cuDeviceGetAttribute");
+    if (!vmm) throw SystemError("cuda backend: this GPU does not support the cuMem virtual memory API");
+    check(
+        cuDeviceGetAttribute(&fd_handles, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, cu_device_),
+        "cuDeviceGetAttribute");
     fd_handles_ = fd_handles != 0;
     CUmemAllocationProp prop = properties();
     check(cuMemGetAllocationGranularity(&granularity_, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
@@ -62,7 +64,8 @@ class CudaMemory final : public Memory {
     if (!ptr) return;
     refuse_while_streams_held("free");
     DeviceRef r = allocations_.find(ptr).value_or(nullptr);
-    if (!r || r->base != ptr || r->origin != Origin::allocated) refuse_free("free", ptr, query(ptr), MemoryKind::device);
+    if (!r || r->base != ptr || r->origin != Origin::allocated)
+      refuse_free("free", ptr, query(ptr), MemoryKind::device);
     bind();
     // As cudaFree: the device's queued work may still use it.
     check(cuCtxSynchronize(), "cuCtxSynchronize (before freeing device memory)");
@@ -80,14 +83,16 @@ class CudaMemory final : public Memory {
   void host_free(void* ptr) override {
     if (!ptr) return;
     RegionRef r = host_.find(ptr);
-    if (!r || r->base != ptr || r->origin != Origin::allocated) refuse_free("host_free", ptr, query(ptr), MemoryKind::host);
+    if (!r || r->base != ptr || r->origin != Origin::allocated)
+      refuse_free("host_free", ptr, query(ptr), MemoryKind::host);
     bind();
     check(cuMemHostUnregister(ptr), "cuMemHostUnregister");
     host_.remove(ptr, MemoryKind::host, Origin::allocated);
   }
 
   PointerInfo query(const void* ptr) override {
-    if (DeviceRef r = allocations_.find(ptr).value_or(nullptr)) return {MemoryKind::device, r->origin, r->base, r->length, r->id};
+    if (DeviceRef r = allocations_.find(ptr).value_or(nullptr))
+      return {MemoryKind::device, r->origin, r->base, r->length, r->id};
     if (RegionRef r = host_.find(ptr)) return r->info();
     // The driver is asked about memory we did not allocate: on a GPU that may need the
     // context lock (docs/device.md, "Blocking rules"), so never on a call's worker.
@@ -110,7 +115,8 @@ class CudaMemory final : public Memory {
     if (DeviceRef r = allocations_.find(base).value_or(nullptr)) {
       if (r->base != base || r->origin != Origin::allocated)
         throw InvalidArgument("export: " + address_text(base) + " is not the start of a device allocation made here");
-      if (!fd_handles_) throw SystemError("cuda backend: export: this GPU or driver has no POSIX file descriptor handles");
+      if (!fd_handles_)
+        throw SystemError("cuda backend: export: this GPU or driver has no POSIX file descriptor handles");
       int fd = -1;
       check(cuMemExportToShareableHandle(&fd, r->handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
             "cuMemExportToShareableHandle");
@@ -145,7 +151,8 @@ class CudaMemory final : public Memory {
       return p;
     }
     if (h.type() != IpcHandle::Type::fd || h.length() == 0 || h.length() % granularity_ != 0)
-      throw InvalidArgument("import: the handle is not a device allocation's (" + std::to_string(h.length()) + " bytes)");
+      throw InvalidArgument("import: the handle is not a device allocation's (" + std::to_string(h.length()) +
+                            " bytes)");
     CUmemGenericAllocationHandle mh = 0;
     check(cuMemImportFromShareableHandle(&mh, reinterpret_cast<void*>(static_cast<uintptr_t>(h.fd())),
                                          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
@@ -194,7 +201,8 @@ class CudaMemory final : public Memory {
   }
 
   PointerInfo query_known(const void* ptr) {
-    if (DeviceRef r = allocations_.find(ptr).value_or(nullptr)) return {MemoryKind::device, r->origin, r->base, r->length, r->id};
+    if (DeviceRef r = allocations_.find(ptr).value_or(nullptr))
+      return {MemoryKind::device, r->origin, r->base, r->length, r->id};
     if (RegionRef r = host_.find(ptr)) return r->info();
     return {};
   }
@@ -221,7 +229,8 @@ class CudaMemory final : public Memory {
       check(r, "cuMemAddressReserve/cuMemMap/cuMemSetAccess");
     }
     void* base = reinterpret_cast<void*>(p);
-    allocations_.insert(base, length, std::make_shared<DeviceRegion>(DeviceRegion{base, length, next_allocation_id(), origin, h}));
+    allocations_.insert(base, length,
+                        std::make_shared<DeviceRegion>(DeviceRegion{base, length, next_allocation_id(), origin, h}));
     return base;
   }
 
@@ -300,7 +309,9 @@ class CudaExecution final : public Execution {
     return true;
   }
   void event_synchronize(Event e) override { check(cudaEventSynchronize(event(e)), "cudaEventSynchronize"); }
-  void stream_wait(Stream s, Event e) override { check(cudaStreamWaitEvent(native(s), event(e), 0), "cudaStreamWaitEvent"); }
+  void stream_wait(Stream s, Event e) override {
+    check(cudaStreamWaitEvent(native(s), event(e), 0), "cudaStreamWaitEvent");
+  }
 
   void copy(void* dst, const void* src, size_t bytes, Stream s) override {
     memory_.check_range(dst, bytes, "copy (destination)");
@@ -312,12 +323,17 @@ class CudaExecution final : public Execution {
     if (bytes) check(cudaMemsetAsync(dst, value, bytes, native(s)), "cudaMemsetAsync");
   }
 
-  void reduce(void* dst, const void* const* srcs, int nsrc, size_t count, DataType type, ReduceOp op, Stream s) override {
-    if (!is_valid(type)) throw InvalidArgument("reduce: data type " + std::to_string(static_cast<int>(type)) + " is not valid");
-    if (!is_valid(op)) throw InvalidArgument("reduce: reduce op " + std::to_string(static_cast<int>(op)) + " is not valid");
+  void reduce(void* dst, const void* const* srcs, int nsrc, size_t count, DataType type, ReduceOp op,
+              Stream s) override {
+    if (!is_valid(type))
+      throw InvalidArgument("reduce: data type " + std::to_string(static_cast<int>(type)) + " is not valid");
+    if (!is_valid(op))
+      throw InvalidArgument("reduce: reduce op " + std::to_string(static_cast<int>(op)) + " is not valid");
     if (nsrc < 1 || nsrc > kMaxReduceSources || !srcs)
-      throw InvalidArgument("reduce: " + std::to_string(nsrc) + " sources (1 to " + std::to_string(kMaxReduceSources) + ")");
-    if (count > SIZE_MAX / size_of(type)) throw InvalidArgument("reduce: " + std::to_string(count) + " elements overflow");
+      throw InvalidArgument("reduce: " + std::to_string(nsrc) + " sources (1 to " + std::to_string(kMaxReduceSources) +
+                            ")");
+    if (count > SIZE_MAX / size_of(type))
+      throw InvalidArgument("reduce: " + std::to_string(count) + " elements overflow");
     const size_t bytes = count * size_of(type);
     memory_.check_range(dst, bytes, "reduce (destination)");
     for (int k = 0; k < nsrc; ++k) memory_.check_range(srcs[k], bytes, "reduce (source)");
@@ -328,7 +344,8 @@ class CudaExecution final : public Execution {
   void finalize(void* dst, size_t count, DataType type, ReduceOp op, int nranks, Stream s) override {
     if (!is_valid(type) || !is_valid(op)) throw InvalidArgument("finalize: invalid data type or reduce op");
     if (nranks < 1) throw InvalidArgument("finalize: nranks is " + std::to_string(nranks));
-    if (count > SIZE_MAX / size_of(type)) throw InvalidArgument("finalize: " + std::to_string(count) + " elements overflow");
+    if (count > SIZE_MAX / size_of(type))
+      throw InvalidArgument("finalize: " + std::to_string(count) + " elements overflow");
     memory_.check_range(dst, count * size_of(type), "finalize");
     if (op != ReduceOp::avg || nranks == 1) return;
     memory_.bind();
@@ -392,7 +409,8 @@ class CudaProgram final : public ProgramCalls {
     launch_program_copy(dst, src, bytes, static_cast<cudaStream_t>(s));
   }
   void begin_capture(Stream s) override {
-    check(cudaStreamBeginCapture(static_cast<cudaStream_t>(s), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    check(cudaStreamBeginCapture(static_cast<cudaStream_t>(s), cudaStreamCaptureModeThreadLocal),
+          "cudaStreamBeginCapture");
   }
   void end_capture(Stream s) override {
     cudaGraph_t graph = nullptr;

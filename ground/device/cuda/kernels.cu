@@ -63,7 +63,8 @@ __global__ void divide_kernel(void* buf, size_t count, int by) {
 
 unsigned blocks_for(size_t work, int sm_count) {
   const size_t want = (work + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(want, static_cast<size_t>(sm_count) * kBlocksPerSm)));
+  return static_cast<unsigned>(
+      std::max<size_t>(1, std::min<size_t>(want, static_cast<size_t>(sm_count) * kBlocksPerSm)));
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -95,7 +96,8 @@ void load_kernels() {
       cudaFuncAttributes attributes{};
       for (int o = 0; o < kNumReduceOps; ++o)
         elementwise::with_op(static_cast<ReduceOp>(o), [&](auto op) {
-          check(cudaFuncGetAttributes(&attributes, reduce_kernel<E, decltype(op)>), "cudaFuncGetAttributes (reduce kernel)");
+          check(cudaFuncGetAttributes(&attributes, reduce_kernel<E, decltype(op)>),
+                "cudaFuncGetAttributes (reduce kernel)");
         });
       check(cudaFuncGetAttributes(&attributes, divide_kernel<E>), "cudaFuncGetAttributes (divide kernel)");
     });

@@ -31,7 +31,8 @@ class EmulatedProgram final : public ProgramCalls {
     memory_.host_free(p);
   }
   void kernel_copy(void* dst, const void* src, size_t bytes, device::Stream s) override {
-    if (!module_loaded_.exchange(true)) memory_.synchronize_device("the first launch of a program's kernel (lazy module loading)");
+    if (!module_loaded_.exchange(true))
+      memory_.synchronize_device("the first launch of a program's kernel (lazy module loading)");
     execution_.copy(dst, src, bytes, s);
   }
   void begin_capture(device::Stream s) override { execution_.set_capturing(s, true); }

@@ -36,13 +36,17 @@ void divide_loop(void* dst, size_t count, int by) {
 }
 
 void check_type(DataType type, ReduceOp op, const char* call) {
-  if (!is_valid(type)) throw InvalidArgument(std::string(call) + ": data type " + std::to_string(static_cast<int>(type)) + " is not valid");
-  if (!is_valid(op)) throw InvalidArgument(std::string(call) + ": reduce op " + std::to_string(static_cast<int>(op)) + " is not valid");
+  if (!is_valid(type))
+    throw InvalidArgument(std::string(call) + ": data type " + std::to_string(static_cast<int>(type)) +
+                          " is not valid");
+  if (!is_valid(op))
+    throw InvalidArgument(std::string(call) + ": reduce op " + std::to_string(static_cast<int>(op)) + " is not valid");
 }
 
 size_t bytes_of(size_t count, DataType type, const char* call) {
   const size_t size = size_of(type);
-  if (count > SIZE_MAX / size) throw InvalidArgument(std::string(call) + ": " + std::to_string(count) + " elements overflow");
+  if (count > SIZE_MAX / size)
+    throw InvalidArgument(std::string(call) + ": " + std::to_string(count) + " elements overflow");
   return count * size;
 }
 
@@ -71,11 +75,13 @@ Stream& EmulatedExecution::stream(device::Stream s, const char* call) {
   if (!s) return *default_stream_;
   std::lock_guard lk(m_);
   auto it = streams_.find(s);
-  if (it == streams_.end()) throw InvalidArgument(std::string(call) + ": " + address_text(s) + " is not a stream of the emulated backend");
+  if (it == streams_.end())
+    throw InvalidArgument(std::string(call) + ": " + address_text(s) + " is not a stream of the emulated backend");
   return *it->second.stream;
 }
 
-std::pair<Stream*, uint64_t> EmulatedExecution::enqueue(device::Stream s, const char* call, std::function<void()> task) {
+std::pair<Stream*, uint64_t> EmulatedExecution::enqueue(device::Stream s, const char* call,
+                                                        std::function<void()> task) {
   Stream& st = stream(s, call);
   if (!lock_.enabled()) return {&st, st.enqueue(std::move(task))};
   // CUDA's legacy default stream: taken under m_, so the points waited for are those
@@ -99,7 +105,8 @@ std::pair<Stream*, uint64_t> EmulatedExecution::enqueue(device::Stream s, const 
 std::shared_ptr<Event> EmulatedExecution::event(device::Event e, const char* call) {
   std::lock_guard lk(m_);
   auto it = events_.find(e);
-  if (it == events_.end()) throw InvalidArgument(std::string(call) + ": " + address_text(e) + " is not an event of the emulated backend");
+  if (it == events_.end())
+    throw InvalidArgument(std::string(call) + ": " + address_text(e) + " is not an event of the emulated backend");
   return it->second;
 }
 
@@ -119,7 +126,8 @@ void EmulatedExecution::stream_destroy(device::Stream s) {
   {
     std::lock_guard lk(m_);
     auto it = streams_.find(s);
-    if (it == streams_.end()) throw InvalidArgument("stream_destroy: " + address_text(s) + " is not a stream of the emulated backend");
+    if (it == streams_.end())
+      throw InvalidArgument("stream_destroy: " + address_text(s) + " is not a stream of the emulated backend");
     gone = std::move(it->second.stream);
     blocking_streams_ -= it->second.blocking;
     streams_.erase(it);
@@ -166,7 +174,8 @@ device::Event EmulatedExecution::event_create() {
 
 void EmulatedExecution::event_destroy(device::Event e) {
   std::lock_guard lk(m_);
-  if (events_.erase(e) == 0) throw InvalidArgument("event_destroy: " + address_text(e) + " is not an event of the emulated backend");
+  if (events_.erase(e) == 0)
+    throw InvalidArgument("event_destroy: " + address_text(e) + " is not an event of the emulated backend");
 }
 
 void EmulatedExecution::event_record(device::Event e, device::Stream s) {
@@ -220,7 +229,8 @@ void EmulatedExecution::reduce(void* dst, const void* const* srcs, int nsrc, siz
                                device::Stream s) {
   check_type(type, op, "reduce");
   if (nsrc < 1 || nsrc > kMaxReduceSources || !srcs)
-    throw InvalidArgument("reduce: " + std::to_string(nsrc) + " sources (1 to " + std::to_string(kMaxReduceSources) + ")");
+    throw InvalidArgument("reduce: " + std::to_string(nsrc) + " sources (1 to " + std::to_string(kMaxReduceSources) +
+                          ")");
   stream(s, "reduce");
   const size_t bytes = bytes_of(count, type, "reduce");
   auto d = memory_.access(dst, bytes, "reduce (destination)");
@@ -242,7 +252,8 @@ void EmulatedExecution::finalize(void* dst, size_t count, DataType type, ReduceO
   stream(s, "finalize");
   auto d = memory_.access(dst, bytes_of(count, type, "finalize"), "finalize");
   if (op != ReduceOp::avg || nranks == 1) return;
-  const DivideLoop loop = elementwise::with_element(type, [](auto e) -> DivideLoop { return divide_loop<decltype(e)>; });
+  const DivideLoop loop =
+      elementwise::with_element(type, [](auto e) -> DivideLoop { return divide_loop<decltype(e)>; });
   enqueue(s, "finalize", [d, count, nranks, loop] { loop(d.bytes, count, nranks); });
 }
 
@@ -253,7 +264,8 @@ void EmulatedExecution::host_callback(device::Stream s, void (*fn)(void*), void*
 
 void EmulatedExecution::host_task(device::Stream s, const void* const* ptrs, int n, HostTask fn) {
   if (!fn) throw InvalidArgument("host_task: fn is empty");
-  if (n < 0 || (n > 0 && !ptrs)) throw InvalidArgument("host_task: " + std::to_string(n) + " pointers at " + address_text(ptrs));
+  if (n < 0 || (n > 0 && !ptrs))
+    throw InvalidArgument("host_task: " + std::to_string(n) + " pointers at " + address_text(ptrs));
   stream(s, "host_task");
   // Each pointer's bytes through the backend's mapping, kept mapped until the task ran.
   std::vector<EmulatedMemory::Access> in;

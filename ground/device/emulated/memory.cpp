@@ -71,7 +71,8 @@ PointerInfo EmulatedMemory::query(const void* ptr) {
   RegionRef r = regions_.find(ptr);
   if (!r) return PointerInfo{};
   // The CUDA backend asks the driver about memory it did not allocate.
-  if (r->origin == Origin::foreign) lock_.need("query of device memory the backend did not allocate (cuPointerGetAttributes)");
+  if (r->origin == Origin::foreign)
+    lock_.need("query of device memory the backend did not allocate (cuPointerGetAttributes)");
   return r->info();
 }
 
