@@ -48,7 +48,9 @@ struct Reduction {
   }
   explicit operator bool() const { return reduces; }
   // The same reduction for the part of the receive that starts `off` bytes in.
-  Reduction from(size_t off) const { return {fn, elem_size, local ? local + off : nullptr, forward, type, op, reduces}; }
+  Reduction from(size_t off) const {
+    return {fn, elem_size, local ? local + off : nullptr, forward, type, op, reduces};
+  }
   // Reduces `bytes` of incoming data that belong `off` bytes into the receive at `dst`.
   void apply(char* dst, size_t off, const void* incoming, size_t bytes) const {
     fn(dst + off, local + off, incoming, bytes / elem_size);

@@ -33,7 +33,7 @@ struct EngineSlot : PlanSlot {
 
 char* at(const Engine::Buffers& b, Ref r, size_t esz) {
   if (r.buf == Buf::absolute) return reinterpret_cast<char*>(r.offset);
-  char* base = r.buf == Buf::input ? const_cast<char*>(static_cast<const char*>(b.input))
+  char* base = r.buf == Buf::input    ? const_cast<char*>(static_cast<const char*>(b.input))
                : r.buf == Buf::output ? static_cast<char*>(b.output)
                                       : static_cast<char*>(b.scratch);
   return base + r.offset * esz;
@@ -155,8 +155,10 @@ void Engine::settle(CallRun& run) {
       [&] {
         if (run.exec.settled()) return true;
         if (Clock::now() - begin > std::chrono::duration<double>(timeout_s_))
-          throw TimeoutError(rank_, "rank " + std::to_string(rank_) + ": the device work of a call's local steps "
-                                    "(copies, reductions) did not finish within " + std::to_string(timeout_s_) + " s");
+          throw TimeoutError(rank_, "rank " + std::to_string(rank_) +
+                                        ": the device work of a call's local steps "
+                                        "(copies, reductions) did not finish within " +
+                                        std::to_string(timeout_s_) + " s");
         return false;
       },
       [](std::vector<int>&) {});
@@ -183,15 +185,16 @@ void Engine::connect(const std::vector<int>& peers, MemoryKind kind) {
   if (control_.failed()) std::rethrow_exception(control_.failed());
   if (connected(peers, kind)) return;
   if (kind != MemoryKind::host && !connector_.device_allowed())
-    throw InternalError(std::string("links for ") + name(kind) + " memory were not made before the call held its "
+    throw InternalError(std::string("links for ") + name(kind) +
+                        " memory were not made before the call held its "
                         "stream (they are made on the caller's thread: core/comm.cpp)");
   try {
     for (int p : peers) connector_.want(p, kind);
     wait_until([&] { return connected_or_raise(peers, kind); },
-                     [&](std::vector<int>& w) {
-                       for (int p : peers)
-                         if (!connector_.ready(p, kind)) w.push_back(p);
-                     });
+               [&](std::vector<int>& w) {
+                 for (int p : peers)
+                   if (!connector_.ready(p, kind)) w.push_back(p);
+               });
   } catch (...) {
     control_.fail_call(std::current_exception());
   }
@@ -241,14 +244,15 @@ void Engine::connect_rest(const Plan& plan, size_t round, MemoryKind kind) {
   std::sort(peers.begin(), peers.end());
   peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
   if (kind != MemoryKind::host && !connector_.device_allowed())
-    throw InternalError(std::string("a plan on ") + name(kind) + " memory addresses ranks whose links were not made "
+    throw InternalError(std::string("a plan on ") + name(kind) +
+                        " memory addresses ranks whose links were not made "
                         "before the call held its stream");
   for (int p : peers) connector_.want(p, kind);
   wait_until([&] { return connected_or_raise(peers, kind); },
-                   [&](std::vector<int>& w) {
-                     for (int p : peers)
-                       if (!connector_.ready(p, kind)) w.push_back(p);
-                   });
+             [&](std::vector<int>& w) {
+               for (int p : peers)
+                 if (!connector_.ready(p, kind)) w.push_back(p);
+             });
 }
 
 // Moves the connector (and a round's transfers already posted, whose peers may wait for
@@ -291,8 +295,8 @@ Executor& Engine::first_executor(MemoryKind kind) {
 
 void Engine::throw_no_link(int peer, MemoryKind kind) const {
   if (peer == rank_) throw InternalError("plan step addresses this rank itself");
-  throw InvalidUsage(std::string("no transport carries ") + name(kind) + " memory between rank " + std::to_string(rank_) +
-                     " and rank " + std::to_string(peer));
+  throw InvalidUsage(std::string("no transport carries ") + name(kind) + " memory between rank " +
+                     std::to_string(rank_) + " and rank " + std::to_string(peer));
 }
 
 // Progress until every link of the round is idle. Spinning is cheapest while data flows;

@@ -8,15 +8,15 @@
 #include <memory>
 #include <vector>
 
+#include "core/connector.hpp"
 #include "core/control_channel.hpp"
 #include "core/executor.hpp"
-#include "core/connector.hpp"
-#include "ground/settings.hpp"
+#include "core/store_chooser.hpp"
+#include "core/wait_policy.hpp"
 #include "ground/call.hpp"
 #include "ground/plan.hpp"
 #include "ground/reduce.hpp"
-#include "core/store_chooser.hpp"
-#include "core/wait_policy.hpp"
+#include "ground/settings.hpp"
 #include "strata/types.hpp"
 
 namespace strata {
@@ -32,8 +32,8 @@ class Engine {
 
   // `oversubscribed`: a machine of the job runs more ranks than it gives them CPUs. The
   // rest is the connector's (core/connector.hpp); `table` outlives the engine.
-  Engine(int rank, const std::vector<bootstrap::RankInfo>& table, net::Incoming in,
-         const bootstrap::Secret& secret, uint64_t comm_tag, const Config& cfg, bool oversubscribed = false);
+  Engine(int rank, const std::vector<bootstrap::RankInfo>& table, net::Incoming in, const bootstrap::Secret& secret,
+         uint64_t comm_tag, const Config& cfg, bool oversubscribed = false);
   ~Engine();
 
   // Runs one plan to completion over the call's buffers (the plan's input and output) and
@@ -104,12 +104,12 @@ class Engine {
   int rank_, nranks_;
   std::array<bool, kNumMemoryKinds> prepared_{};
   ControlChannel control_;
-  Connector connector_;  // after control_, which it sends through
+  Connector connector_;                                               // after control_, which it sends through
   std::array<std::unique_ptr<Executor>, kNumMemoryKinds> executors_;  // by memory kind
   std::vector<Link*> active_;
-  std::vector<int> waited_;  // scratch for a stall: the ranks waited on
-  WaitPolicy waits_;  // how long wait_links spins before yielding
-  double timeout_s_;  // STRATA_TIMEOUT
+  std::vector<int> waited_;                               // scratch for a stall: the ranks waited on
+  WaitPolicy waits_;                                      // how long wait_links spins before yielding
+  double timeout_s_;                                      // STRATA_TIMEOUT
   std::array<bool, kNumMemoryKinds> streaming_stores_{};  // by kind: what its links were last told
 };
 

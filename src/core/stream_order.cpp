@@ -42,7 +42,8 @@ void raise_to(uint64_t* f, uint64_t v) {
 
 }  // namespace
 
-StreamOrder::StreamOrder(device::Backend& backend, int rank) : backend_(backend), rank_(rank), done_(new_flag(backend)) {}
+StreamOrder::StreamOrder(device::Backend& backend, int rank)
+    : backend_(backend), rank_(rank), done_(new_flag(backend)) {}
 
 StreamOrder::~StreamOrder() { release_all(); }
 
@@ -90,7 +91,8 @@ void StreamOrder::wait_started(const Ticket& t, double timeout_s,
     const auto waited = Clock::now() - begin;
     if (std::exception_ptr e = cancelled()) std::rethrow_exception(e);
     if (waited > limit)
-      throw TimeoutError(rank_, "rank " + std::to_string(rank_) + ": the stream of a device call did not reach it within " +
+      throw TimeoutError(rank_, "rank " + std::to_string(rank_) +
+                                    ": the stream of a device call did not reach it within " +
                                     std::to_string(timeout_s) +
                                     " s (the work queued on the stream before the call has not finished); the call "
                                     "did not run");
@@ -138,7 +140,8 @@ Request DeviceCalls::submit(OpQueue& queue, Engine* engine, const std::vector<vo
     const std::exception_ptr refused = t.error;
     r = queue.submit([this, engine, t = std::move(t), plan = std::move(plan), fn = std::move(fn),
                       keep_error = std::move(keep_error)] {
-      run(*engine, t,
+      run(
+          *engine, t,
           [&] {
             staging_->copy_in(plan);
             fn(plan.moved);

@@ -52,8 +52,7 @@ void ShmLink::post_recv(void* buf, size_t bytes, const Reduction& reduce) {
     t.forward = sends_.push_back(slot);
   }
   recvs_.push_back(t);
-  if (recvs_.size() <= ShmRing::kLandings)
-    zerocopy_.offer_landing(recvs_.at(recvs_.front_index() + recvs_.size() - 1));
+  if (recvs_.size() <= ShmRing::kLandings) zerocopy_.offer_landing(recvs_.at(recvs_.front_index() + recvs_.size() - 1));
 }
 
 ShmStep ShmLink::send_lines(ShmTransfer& t) {
@@ -140,9 +139,10 @@ bool ShmLink::reduce_forward(ShmTransfer& t) {
   // The sends before the forward (and its header), so it can go from cache.
   if (sends_.front_index() != t.forward || (f.headed && !f.announced)) send_some();
   char* tmp = forward_tmp_.data();
-  in_.ring()->runs(s.start, n, [&](const char* ring, uint64_t off, uint64_t len) __attribute__((always_inline)) {
-    r.fn(tmp + off, r.local + t.done + off, ring, len / r.elem_size);
-  });
+  in_.ring()->runs(
+      s.start, n, [&](const char* ring, uint64_t off, uint64_t len) __attribute__((always_inline)) {
+        r.fn(tmp + off, r.local + t.done + off, ring, len / r.elem_size);
+      });
   in_.consumed(s);
   if (sends_.front_index() == t.forward && f.done == t.done && (!f.headed || f.announced) && f.mode == ShmMode::fifo)
     f.done += out_.put(tmp, n, f.done == 0, false, streaming_stores());

@@ -20,8 +20,7 @@ class ShmLink final : public Link {
  public:
   // `out` lives in the peer's segment, `in` in ours; both segments stay mapped while the
   // link lives.
-  ShmLink(int peer, ShmRing* out, ShmRing* in, std::shared_ptr<ShmSegment> out_seg,
-          std::shared_ptr<ShmSegment> in_seg);
+  ShmLink(int peer, ShmRing* out, ShmRing* in, std::shared_ptr<ShmSegment> out_seg, std::shared_ptr<ShmSegment> in_seg);
   ~ShmLink() override;
   const char* name() const override { return "shm"; }
   void post_send(const void* buf, size_t bytes) override;

@@ -14,7 +14,9 @@ namespace {
 constexpr uint64_t kAlign = 64;  // every transfer starts 64-byte aligned in the FIFO
 uint64_t align_up(uint64_t x) { return (x + kAlign - 1) & ~(kAlign - 1); }
 
-std::atomic_ref<uint64_t> line_flag(char* line) { return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(line)); }
+std::atomic_ref<uint64_t> line_flag(char* line) {
+  return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(line));
+}
 }  // namespace
 
 ShmProducer::ShmProducer(ShmRing* ring) : ring_(ring) {
@@ -40,10 +42,11 @@ size_t ShmProducer::put(const char* bytes, size_t want, bool starts, bool whole,
   uint64_t n = std::min<uint64_t>(cap - used, want);
   if (whole && n < want) return 0;
   stream = stream && n >= 4096;
-  ring_->runs(start, n, [&](char* to, uint64_t off, uint64_t len) __attribute__((always_inline)) {
-    if (stream) copy_streaming(to, bytes + off, len);
-    else std::memcpy(to, bytes + off, len);
-  });
+  ring_->runs(
+      start, n, [&](char* to, uint64_t off, uint64_t len) __attribute__((always_inline)) {
+        if (stream) copy_streaming(to, bytes + off, len);
+        else std::memcpy(to, bytes + off, len);
+      });
   head_ = start + n;
   ring_->head.store(head_, std::memory_order_release);
   return n;
@@ -81,7 +84,8 @@ ShmConsumer::ShmConsumer(ShmRing* ring, size_t stream_min)
 void ShmConsumer::deliver(char* dst, size_t len, size_t off, const char* src, size_t n, const Reduction& reduce,
                           bool may_stream_reduce) {
   const bool stream = streams(len);
-  if (reduce && stream && may_stream_reduce && reduce.local != dst) reduce_streaming(reduce, dst, off, src, n, stream_tmp_);
+  if (reduce && stream && may_stream_reduce && reduce.local != dst)
+    reduce_streaming(reduce, dst, off, src, n, stream_tmp_);
   else if (reduce) reduce.apply(dst, off, src, n);
   else if (stream) copy_streaming(dst + off, src, n);
   else std::memcpy(dst + off, src, n);
@@ -90,9 +94,10 @@ void ShmConsumer::deliver(char* dst, size_t len, size_t off, const char* src, si
 size_t ShmConsumer::read(char* dst, size_t len, size_t done, const Reduction& reduce) {
   const Span s = readable(len, done, reduce ? reduce.elem_size : 1, len);
   if (s.n == 0) return 0;
-  ring_->runs(s.start, s.n, [&](const char* from, uint64_t off, uint64_t n) __attribute__((always_inline)) {
-    deliver(dst, len, done + off, from, n, reduce);
-  });
+  ring_->runs(
+      s.start, s.n, [&](const char* from, uint64_t off, uint64_t n) __attribute__((always_inline)) {
+        deliver(dst, len, done + off, from, n, reduce);
+      });
   consumed(s);
   return s.n;
 }

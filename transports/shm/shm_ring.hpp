@@ -29,9 +29,9 @@ class ShmProducer {
 
  private:
   ShmRing* ring_;
-  uint64_t head_;                // our copy of ring_->head (only we write it)
-  uint64_t peer_tail_;           // ring_->tail as last read: the room it leaves is surely free
-  uint64_t inline_head_ = 0;     // our position in the inline ring
+  uint64_t head_;                  // our copy of ring_->head (only we write it)
+  uint64_t peer_tail_;             // ring_->tail as last read: the room it leaves is surely free
+  uint64_t inline_head_ = 0;       // our position in the inline ring
   uint64_t peer_inline_tail_ = 0;  // ring_->inline_tail as last read
 };
 
@@ -76,8 +76,8 @@ class ShmConsumer {
 
  private:
   ShmRing* ring_;
-  uint64_t tail_;              // our copy of ring_->tail (only we write it)
-  uint64_t inline_tail_ = 0;   // our position in the inline ring
+  uint64_t tail_;             // our copy of ring_->tail (only we write it)
+  uint64_t inline_tail_ = 0;  // our position in the inline ring
   size_t stream_min_;
   std::vector<char> stream_tmp_;  // a streamed reduction's piece, before it is written out
 };

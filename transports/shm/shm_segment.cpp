@@ -97,7 +97,7 @@ std::shared_ptr<ShmSegment> ShmSegment::open(const std::string& name, int owner_
   if (by_proc) *by_proc = fd >= 0;
   if (fd < 0) fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) sys_fail("shm_open " + name);
-  struct stat st{};
+  struct stat st {};
   if (fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(kHeaderBytes)) {
     ::close(fd);
     throw SystemError("shared memory segment " + name + " is too small");
@@ -112,7 +112,8 @@ std::shared_ptr<ShmSegment> ShmSegment::open(const std::string& name, int owner_
   seg->base_ = base;
   seg->bytes_ = static_cast<size_t>(st.st_size);
   auto* h = static_cast<SegHeader*>(base);
-  if (h->magic != kSegMagic || h->total != seg->bytes_) throw SystemError("shared memory segment " + name + " is not Strata's");
+  if (h->magic != kSegMagic || h->total != seg->bytes_)
+    throw SystemError("shared memory segment " + name + " is not Strata's");
   // A descriptor number the owner has closed and reused since it sent it leads elsewhere.
   if (h->name_hash != fnv1a(name.data(), name.size()))
     throw SystemError("shared memory segment " + name + ": /proc/" + std::to_string(owner_pid) + "/fd/" +
@@ -140,7 +141,8 @@ bool ShmSegment::can_open_owner_files() const {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   struct stat st {};
-  const bool same = fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_dev) == dev_ && static_cast<uint64_t>(st.st_ino) == ino_;
+  const bool same =
+      fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_dev) == dev_ && static_cast<uint64_t>(st.st_ino) == ino_;
   ::close(fd);
   return same;
 }

@@ -28,8 +28,8 @@ std::string segment_name(const uint8_t* secret, uint64_t tag, int rank) {
   static std::atomic<unsigned> made{0};
   char hex[13], rest[80];
   for (int i = 0; i < 6; ++i) std::snprintf(hex + 2 * i, 3, "%02x", secret[i]);
-  std::snprintf(rest, sizeof rest, "%llx-%d-%d-%u", static_cast<unsigned long long>(tag), rank, static_cast<int>(getpid()),
-                made.fetch_add(1));
+  std::snprintf(rest, sizeof rest, "%llx-%d-%d-%u", static_cast<unsigned long long>(tag), rank,
+                static_cast<int>(getpid()), made.fetch_add(1));
   return "/" + shm_job_prefix(hex) + rest;
 }
 
@@ -46,9 +46,9 @@ class ShmSetup final : public LinkSetup {
   explicit ShmSetup(const SetupContext& ctx)
       : ctx_(ctx),
         prefix_(segment_name(ctx.secret, 0, 0).substr(0, 1 + shm_job_prefix("000000000000").size())),
-        own_(ShmSegment::create(segment_name(ctx.secret, ctx.comm_tag, ctx.rank), static_cast<int>(ctx.peers.size()),
-                                shm_fifo_bytes(ctx.cfg->shm_rank_bytes, ctx.cfg->shm_ring_bytes,
-                                               static_cast<int>(ctx.peers.size())))) {}
+        own_(ShmSegment::create(
+            segment_name(ctx.secret, ctx.comm_tag, ctx.rank), static_cast<int>(ctx.peers.size()),
+            shm_fifo_bytes(ctx.cfg->shm_rank_bytes, ctx.cfg->shm_ring_bytes, static_cast<int>(ctx.peers.size())))) {}
 
   std::vector<char> local_info(int peer) override {
     ShmInfo info{index_of(peer), static_cast<int32_t>(getpid()), static_cast<int32_t>(own_->owner_fd()), {}};
@@ -63,7 +63,8 @@ class ShmSetup final : public LinkSetup {
     ShmInfo info{};
     if (remote.size() != sizeof info) throw SystemError("unexpected connection info from " + who);
     std::memcpy(&info, remote.data(), sizeof info);
-    if (std::memchr(info.name, 0, sizeof info.name) == nullptr || std::strncmp(info.name, prefix_.c_str(), prefix_.size()) != 0)
+    if (std::memchr(info.name, 0, sizeof info.name) == nullptr ||
+        std::strncmp(info.name, prefix_.c_str(), prefix_.size()) != 0)
       throw SystemError("unexpected connection info from " + who + " (a shared memory segment not of this job)");
     bool by_proc = false;
     auto theirs = ShmSegment::open(info.name, info.pid, info.fd, &by_proc);

@@ -25,10 +25,10 @@ struct ShmTransfer {
   size_t len, done = 0;
   Reduction reduce{};
   ShmMode mode = ShmMode::lines;
-  bool headed = false;     // starts with a ZeroCopyHeader (the receiver's threshold)
-  bool announced = false;  // headed: the header is written (send) or read (receive)
-  uint64_t number = 0;     // its place among this link's sends or receives (landings match them)
-  uint64_t seq = 0;        // mapped send, pushed receive: done when the peer's counter reaches it
+  bool headed = false;                 // starts with a ZeroCopyHeader (the receiver's threshold)
+  bool announced = false;              // headed: the header is written (send) or read (receive)
+  uint64_t number = 0;                 // its place among this link's sends or receives (landings match them)
+  uint64_t seq = 0;                    // mapped send, pushed receive: done when the peer's counter reaches it
   device::RegionRef region = nullptr;  // headed send: the allocation the peer reads (none: FIFO);
                                        // receive: the allocation it offered as a landing
   const char* src = nullptr;           // mapped receive: the bytes, mapped here

@@ -30,8 +30,8 @@ char* map_peer_file(int pid, uint64_t fd, uint64_t length, bool writable, std::s
   const int f = ::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
   struct stat st {};
   const bool ok = f >= 0 && fstat(f, &st) == 0 && static_cast<uint64_t>(st.st_size) >= length;
-  void* p = ok ? mmap(nullptr, length, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED | MAP_POPULATE, f, 0)
-               : MAP_FAILED;
+  void* p =
+      ok ? mmap(nullptr, length, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED | MAP_POPULATE, f, 0) : MAP_FAILED;
   const int err = errno;
   if (f >= 0) ::close(f);
   if (p != MAP_FAILED) return static_cast<char*>(p);
@@ -122,7 +122,8 @@ bool ShmZeroCopy::write_header(ShmTransfer& t) {
   if (t.forward_slot && t.mode == ShmMode::mapped && t.ready < t.len) return false;
   const device::RegionRef& r = t.region;  // held, so its fd stays open until the peer has read it all
   ZeroCopyHeader h{};
-  if (t.mode == ShmMode::mapped) h = {1, static_cast<uint64_t>(r->fd), r->id, static_cast<uint64_t>(t.buf - r->base), r->length, {}};
+  if (t.mode == ShmMode::mapped)
+    h = {1, static_cast<uint64_t>(r->fd), r->id, static_cast<uint64_t>(t.buf - r->base), r->length, {}};
   if (out_.put(reinterpret_cast<const char*>(&h), sizeof h, true, true, false) == 0) return false;
   t.announced = true;
   if (t.mode == ShmMode::mapped) t.seq = ++mapped_sent_;
@@ -136,7 +137,8 @@ bool ShmZeroCopy::read_header(ShmTransfer& t) {
   if (h.mapped == 2) {
     if (!t.region || h.length != t.len)
       throw InternalError("shm: rank " + std::to_string(peer_) + " wrote " + std::to_string(h.length) +
-                          " bytes into a receive of " + std::to_string(t.len) + (t.region ? "" : " that offered no landing"));
+                          " bytes into a receive of " + std::to_string(t.len) +
+                          (t.region ? "" : " that offered no landing"));
     t.mode = ShmMode::pushed;
     t.seq = ++pushes_seen_;
   } else if (h.mapped) {
