@@ -12,6 +12,7 @@
     training/figures.py recompute one process, 8 layers x 512: a step with --recompute block against one without
     training/figures.py capacity  the most layers (at width 512, dp 4) that train in 2 GB per rank, with
                                   ZeRO-0 and with ZeRO-3 + --recompute block, checked by a run's peak RSS
+    training/figures.py depth     ZeRO-3's model states against ZeRO-0's as layers are added (8-24 x 512)
 
 Run from the repository root after tools/build. Each measurement is repeated (--reps) and
 the median reported (5 by default); the machine's load is printed with it.
@@ -391,10 +392,25 @@ def capacity(reps):
     print(f"load average at the end {load()}")
 
 
+def depth(reps):
+    """ZeRO-3's model states against ZeRO-0's 16Ψ as layers are added: its working buffers stay the same size."""
+    del reps  # the start-up report is deterministic
+    print("dp 4 on 4 local ranks, width 512 (8 heads, ctx 64, global batch 16 x 64); rank 0's start-up report, MB")
+    print("| layers | --prefetch | Ψ | ZeRO-3 model states | ZeRO-0's 16Ψ | ratio |")
+    print("|---|---|---|---|---|---|")
+    for layers in (8, 12, 16, 24):
+        for prefetch in ("1", "0"):
+            r = startup_report(["--layers", str(layers)] + ZERO_MODEL + ["--zero", "3", "--prefetch", prefetch,
+                                                                          "--steps", "1"])
+            z0 = 16 * r["psi"] / 1e6
+            print(f"| {layers} | {prefetch} | {r['psi']:,} | {r['model states']:.2f} | {z0:.2f} | "
+                  f"{r['model states'] / z0:.3f} |", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("figure", choices=["bubble", "memory", "traffic", "cluster", "islands", "zero", "recompute",
-                                      "capacity"])
+                                      "capacity", "depth"])
     p.add_argument("--reps", type=int, default=5)
     a = p.parse_args()
     globals()[a.figure](a.reps)
