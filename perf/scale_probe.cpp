@@ -25,7 +25,7 @@
 #include "core/comm_info.hpp"
 #include "ground/settings.hpp"
 #include "strata/strata.hpp"
-#include "transports/shm/shm_link.hpp"
+#include "transports/shm/shm_segment.hpp"
 
 using namespace strata;
 

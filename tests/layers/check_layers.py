@@ -50,7 +50,7 @@ LIBRARY = {"ground": "ground", "algorithms": "algorithms", "transports": "transp
 TOOL_REACHES_IN = {
     "core/comm_info.hpp": "what a communicator chose, written for tools (strata-topo, strata-scale-probe)",
     "core/bootstrap/bootstrap.hpp": "strata-sim models the bootstrap table's size (sizeof RankInfo)",
-    "transports/shm/shm_link.hpp": "strata-scale-probe checks the shm segments against their formula",
+    "transports/shm/shm_segment.hpp": "strata-scale-probe checks the shm segments against their formula",
     "transports/shm/shm_names.hpp": "strata-run removes the segments a job's ranks left (header-only: it links no libstrata)",
 }
 SOURCES = (".cpp", ".hpp", ".h", ".c", ".cu", ".cuh")
