@@ -31,6 +31,7 @@ RULES = [
     ("session", re.compile(r"\b(?:this|last|previous|earlier|later|next|that|other|our|"
                            r"the (?:first|second|third|fourth|same)) sessions?\b", re.I)),
     ("session", re.compile(r"\bsessions? \d+\b", re.I)),
+    ("session", re.compile(r"\b(?:session by session|all session|sessions? ago)\b", re.I)),
     ("issue number", re.compile(r"\bissue #?\d+\b", re.I)),
     ("commit of main", re.compile(r"\b(?:main|master) (?:at|was at|is at) [0-9a-f]{7,40}\b")),
     ("commit of main", re.compile(r"\bmerged? (?:with|into) main\b", re.I)),
@@ -66,7 +67,7 @@ def findings(root):
 
 def self_test():
     bad = ["Measured on 2026-11-27 at load 3.", "The run of Nov 28 gave 3x.", "As of March 2026 it holds.",
-           "This session measured 1.2x.", "Before session 5 it was slower.", "The scan (issue 29) found it.",
+           "This session measured 1.2x.", "It grew session by session.", "Two regimes showed up all session.", "Before session 5 it was slower.", "The scan (issue 29) found it.",
            "on main at 20b1194, load 0.1", "Merged with main before the run.", "Today the default is 4 MiB.",
            "## Stage 3: the reshape", "### Session 6: before against after"]
     good = ["NCCL 2.28.9's ABI, ncclGetVersion 22809.", "A 16 MiB all_reduce at 1.5x, 2048 B, 0x10001.",
