@@ -14,6 +14,8 @@ namespace strata {
 
 namespace {
 using Clock = std::chrono::steady_clock;
+// How long settle() polls the executor before it waits as wait_links does.
+constexpr auto kSettleSpin = std::chrono::milliseconds(2);
 
 // The engine's slot beside a cached plan.
 struct EngineSlot : PlanSlot {
@@ -148,9 +150,15 @@ void Engine::run_round(const Plan& plan, size_t round, CallRun& run) {
 void Engine::settle(CallRun& run) {
   run.unsettled = false;
   run.exec.flush();
-  if (run.exec.settled()) return;
-  // No rank is waited on: a stall past STRATA_TIMEOUT is this rank's own device work.
+  // A call's local steps take microseconds on a device: poll them on their own first, as
+  // a blocking wait would, and only then in wait_until, whose stalls nap a millisecond at
+  // a time (that nap on every call would be most of a small call's latency).
   const auto begin = Clock::now();
+  while (Clock::now() - begin < kSettleSpin) {
+    if (run.exec.settled()) return;
+    sched_yield();
+  }
+  // No rank is waited on: a stall past STRATA_TIMEOUT is this rank's own device work.
   wait_until(
       [&] {
         if (run.exec.settled()) return true;
