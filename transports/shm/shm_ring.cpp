@@ -11,9 +11,6 @@
 namespace strata {
 
 namespace {
-constexpr uint64_t kAlign = 64;  // every transfer starts 64-byte aligned in the FIFO
-uint64_t align_up(uint64_t x) { return (x + kAlign - 1) & ~(kAlign - 1); }
-
 std::atomic_ref<uint64_t> line_flag(char* line) {
   return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(line));
 }
@@ -29,7 +26,7 @@ ShmProducer::ShmProducer(ShmRing* ring) : ring_(ring) {
 
 size_t ShmProducer::put(const char* bytes, size_t want, bool starts, bool whole, bool stream) {
   const uint64_t cap = ring_->capacity;
-  uint64_t start = starts ? align_up(head_) : head_;
+  uint64_t start = starts ? ShmRing::message_start(head_) : head_;
   // The consumer's tail is read only when the last value seen leaves too little room:
   // reading it every message would pull its cache line over from the consumer's core
   // (and make the consumer's next store to it miss) for every small message.

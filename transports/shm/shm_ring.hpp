@@ -48,7 +48,7 @@ class ShmConsumer {
     uint64_t start, n;
   };
   [[gnu::always_inline]] Span readable(size_t len, size_t done, size_t elem, size_t most) {
-    const uint64_t start = done == 0 ? (tail_ + 63) & ~uint64_t{63} : tail_;
+    const uint64_t start = done == 0 ? ShmRing::message_start(tail_) : tail_;
     const uint64_t head = ring_->head.load(std::memory_order_acquire);
     if (head <= start) return {start, 0};
     uint64_t n = std::min<uint64_t>({head - start, len - done, most});

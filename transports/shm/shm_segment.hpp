@@ -52,6 +52,9 @@ struct ShmRing {
   std::atomic<uint64_t> landings_closed;          // nonzero: write into no landing any more (consumer)
   static constexpr size_t kLandings = 8;          // the oldest receives not done that can be landings
   alignas(64) ShmLanding landings[kLandings];     // (consumer)
+  // Every transfer starts 64-byte aligned in the FIFO (a reduction's elements never
+  // straddle the wrap, which is a multiple of 64 too): where one starting at `pos` begins.
+  static uint64_t message_start(uint64_t pos) { return (pos + 63) & ~uint64_t{63}; }
   static constexpr size_t kHeaderBytes = 1024;
   char* data() { return reinterpret_cast<char*>(this) + kHeaderBytes; }
   ShmLanding& landing(uint64_t recv) { return landings[recv % kLandings]; }
